@@ -1,0 +1,3 @@
+"""Sophrosyne: a moderated data environment for SQL agents."""
+
+__version__ = "0.1.0"

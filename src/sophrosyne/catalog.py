@@ -1,0 +1,130 @@
+"""What is in a database: tables, columns, types, keys, descriptions, row estimates, table groups."""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Column:
+    name: str
+    type: str
+    nullable: bool = True
+    primary_key: bool = False
+    readable_name: str = ""
+    description: str = ""
+    value_description: str = ""
+
+
+@dataclass
+class ForeignKey:
+    columns: list[str]
+    ref_table: str
+    ref_columns: list[str]
+
+
+@dataclass
+class Table:
+    name: str
+    columns: list[Column]
+    primary_key: list[str] = field(default_factory=list)
+    foreign_keys: list[ForeignKey] = field(default_factory=list)
+    description: str = ""
+    row_estimate: int | None = None
+    kind: str = "table"  # "table" or "view"
+    schema: str | None = None
+
+    def column(self, name: str) -> Column | None:
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+@dataclass
+class TableGroup:
+    """Tables with the same columns whose names differ only by a date or number suffix."""
+
+    pattern: str
+    tables: list[str]
+
+
+@dataclass
+class Catalog:
+    tables: dict[str, Table]
+    dialect: str = "sqlite"
+
+    def table(self, name: str) -> Table | None:
+        if name in self.tables:
+            return self.tables[name]
+        lowered = name.lower()
+        return next((t for t in self.tables.values() if t.name.lower() == lowered), None)
+
+    @property
+    def table_names(self) -> list[str]:
+        return list(self.tables)
+
+    def references_to(self, table: str) -> list[tuple[str, ForeignKey]]:
+        """Foreign keys of other tables that point at `table`."""
+        lowered = table.lower()
+        return [
+            (t.name, fk) for t in self.tables.values() for fk in t.foreign_keys if fk.ref_table.lower() == lowered
+        ]
+
+    def groups(self) -> list[TableGroup]:
+        return group_tables(list(self.tables.values()))
+
+
+_SUFFIX = re.compile(r"^(?P<stem>.*?[A-Za-z_])(?P<suffix>\d{2,}(?:_\d+)*)$")
+
+
+def group_tables(tables: list[Table], min_size: int = 3) -> list[TableGroup]:
+    """Tables sharing a name stem and the same column list, differing by a numeric (date) suffix."""
+    buckets: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for table in tables:
+        match = _SUFFIX.match(table.name)
+        if not match:
+            continue
+        key = (match["stem"], tuple(c.name.lower() for c in table.columns))
+        buckets.setdefault(key, []).append(table.name)
+    return [
+        TableGroup(pattern=f"{stem}*", tables=sorted(names))
+        for (stem, _), names in sorted(buckets.items())
+        if len(names) >= min_size
+    ]
+
+
+def load_bird_descriptions(catalog: Catalog, folder: Path) -> None:
+    """Fill column descriptions from BIRD's `database_description/<table>.csv` files, where present."""
+    folder = Path(folder)
+    for path in sorted(folder.glob("*.csv")):
+        table = catalog.table(path.stem)
+        if table is None:
+            continue
+        for row in _read_description_csv(path):
+            name = (row.get("original_column_name") or "").strip()
+            column = table.column(name) if name else None
+            if column is None:
+                continue
+            readable = (row.get("column_name") or "").strip()
+            if readable.lower() != name.lower():
+                column.readable_name = readable
+            column.description = (row.get("column_description") or "").strip()
+            column.value_description = (row.get("value_description") or "").strip()
+
+
+def _read_description_csv(path: Path) -> list[dict[str, str]]:
+    raw = path.read_bytes()
+    for encoding in ("utf-8-sig", "cp1252", "latin-1"):
+        try:
+            text = raw.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    rows = list(csv.DictReader(text.splitlines()))
+    return [{(k or "").strip().lower(): (v or "") for k, v in row.items()} for row in rows]

@@ -1,0 +1,87 @@
+"""One error hierarchy: every error a client may see says what was wrong and what to do next."""
+
+from __future__ import annotations
+
+
+class SophrosyneError(Exception):
+    """Base of every error the environment raises on purpose.
+
+    `message` is safe to show to a client (no stack traces, no internals); `hint` says what to do next.
+    """
+
+    code = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} Hint: {self.hint}" if self.hint else self.message
+
+    def to_dict(self) -> dict[str, str]:
+        data = {"error": self.code, "message": self.message}
+        if self.hint:
+            data["hint"] = self.hint
+        return data
+
+
+class ConfigError(SophrosyneError):
+    """Bad input to the program itself: a database path, a URL, a setting, a policy file."""
+
+    code = "config"
+
+
+class ConnectionFailed(SophrosyneError):
+    """The database could not be opened or reached."""
+
+    code = "connection"
+
+
+class UnknownTable(SophrosyneError):
+    """A table that does not exist (or that the role cannot see)."""
+
+    code = "unknown_table"
+
+
+class UnknownColumn(SophrosyneError):
+    """A column that does not exist in a table (or that the role cannot see)."""
+
+    code = "unknown_column"
+
+
+class RejectedSQL(SophrosyneError):
+    """The guard refused a statement: it is not one read-only query, or it calls a forbidden function."""
+
+    code = "rejected"
+
+
+class SQLSyntaxError(SophrosyneError):
+    """The statement does not parse; carries the position when the parser gives one."""
+
+    code = "syntax"
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, line: int | None = None, column: int | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.line = line
+        self.column = column
+
+
+class QueryTimeout(SophrosyneError):
+    """The statement ran longer than the timeout and was stopped."""
+
+    code = "timeout"
+
+
+class QueryFailed(SophrosyneError):
+    """The engine refused or failed the statement; the message is the engine's, cleaned of internals."""
+
+    code = "query_failed"
+
+
+class AccessDenied(SophrosyneError):
+    """The caller's role may not do this (bad token, denied table)."""
+
+    code = "access_denied"
