@@ -29,21 +29,25 @@ class Settings(BaseSettings):
         1000, ge=10, le=1_000_000, description="Rows describe_table reads for samples and null shares."
     )
     value_chars: int = Field(60, ge=8, le=2000, description="Longest a single value is shown before it is cut.")
-    distinct_limit: int = Field(50, ge=1, le=10_000, description="Default number of values get_distinct_values returns.")
+    distinct_limit: int = Field(
+        50, ge=1, le=10_000, description="Default number of values get_distinct_values returns."
+    )
     distinct_budget_s: float = Field(
         0.25, gt=0, le=60, description="Time get_distinct_values may spend on a fuzzy search, seconds."
     )
     distinct_scan_rows: int = Field(
-        200_000, ge=1000, description="Rows get_distinct_values reads to collect candidates for fuzzy ranking."
+        200_000,
+        ge=1000,
+        description="Rows get_distinct_values reads to collect candidates for fuzzy ranking.",
     )
     find_rows_limit: int = Field(20, ge=1, le=1000, description="Default number of rows find_rows returns.")
     exact_count_rows: int = Field(
-        100_000, ge=0, description="Largest table whose row count may be counted exactly when the engine has no estimate."
+        100_000,
+        ge=0,
+        description="Largest table whose row count may be counted exactly when the engine has no estimate.",
     )
     directives: DirectivesMode = Field("directives", description="Directive mode: none, directives or oracle.")
-    cache_dir: Path = Field(
-        Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored."
-    )
+    cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
     audit_log: Path | None = Field(None, description="JSONL file that receives one record per tool call.")
     policy_file: Path | None = Field(None, description="TOML file with roles, row filters and column rules.")
 
@@ -55,7 +59,9 @@ class Settings(BaseSettings):
             try:
                 data = tomllib.loads(Path(path).read_text())
             except FileNotFoundError:
-                raise ConfigError(f"settings file {path} does not exist.", hint="Give the path of a TOML file.")
+                raise ConfigError(
+                    f"settings file {path} does not exist.", hint="Give the path of a TOML file."
+                ) from None
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"settings file {path} is not valid TOML: {exc}.") from None
             data = data.get("sophrosyne", data)

@@ -1,0 +1,3 @@
+from sophrosyne.cli import main
+
+main()

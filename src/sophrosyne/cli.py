@@ -1,0 +1,292 @@
+"""The `sophrosyne` command: a thin adapter that parses, calls Environment and renders."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table as RichTable
+
+from sophrosyne.environment import Environment
+from sophrosyne.errors import SophrosyneError
+from sophrosyne.results import QueryOutput, render
+from sophrosyne.settings import Settings
+
+app = typer.Typer(
+    name="sophrosyne",
+    help="A moderated data environment for SQL agents: fine-grained read-only tools over MCP.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+DEMO = "demo"
+DB_HELP = "Database: a .sqlite/.db/.duckdb path or a SQLAlchemy URL; `demo` (the default) is the embedded HR demo."
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML settings file.", show_default=False)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def demo_path() -> Path:
+    return Path(str(resources.files("sophrosyne") / "data" / "demo.sqlite"))
+
+
+def resolve_db(target: str | None) -> str:
+    return str(demo_path()) if target in (None, "", DEMO) else str(target)
+
+
+def split_db(args: list[str], needed: int, usage: str) -> tuple[str, list[str]]:
+    """Commands take an optional DB before their own arguments: `[DB] TABLE ...`."""
+    if len(args) == needed:
+        return resolve_db(None), args
+    if len(args) == needed + 1:
+        return resolve_db(args[0]), args[1:]
+    raise typer.BadParameter(f"expected {usage}, got {len(args)} argument(s).")
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """The one place where errors become a one-line reason on stderr and a non-zero exit."""
+    try:
+        yield
+    except SophrosyneError as exc:
+        err_console.print(f"[bold red]error:[/] {escape(exc.message)}")
+        if exc.hint:
+            err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}")
+        raise typer.Exit(1) from None
+
+
+def open_env(db: str, config: Path | None, descriptions: Path | None = None) -> Environment:
+    settings = Settings.load(config)
+    return Environment.open(db, settings=settings, descriptions=descriptions)
+
+
+def emit(result: BaseModel | list[Any], as_json: bool) -> None:
+    if as_json:
+        data = (
+            [r.model_dump(mode="json") for r in result] if isinstance(result, list) else result.model_dump(mode="json")
+        )
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    elif isinstance(result, QueryOutput):
+        print_rows(result)
+    elif isinstance(result, list):
+        for item in result:
+            console.print(escape(render(item)), highlight=False)
+    else:
+        console.print(escape(render(result)), highlight=False)
+
+
+def print_rows(result: QueryOutput) -> None:
+    table = RichTable(*result.columns, header_style="bold", show_lines=False)
+    for row in result.rows:
+        table.add_row(*("NULL" if v is None else escape(str(v)) for v in row))
+    console.print(table)
+    more = " (truncated: more rows exist)" if result.truncated else ""
+    console.print(f"[dim]{result.row_count} rows{more} in {result.elapsed_ms:.0f} ms[/]")
+    if result.cut:
+        console.print(f"[dim]{escape(result.cut)}[/]")
+
+
+@app.command()
+def tables(
+    db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
+    question: Annotated[str | None, typer.Option(help="A question, to show directives.")] = None,
+    knowledge: Annotated[str | None, typer.Option(help="Evidence for the question.")] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List tables with descriptions, row estimates and join keys.
+
+    Example: sophrosyne tables demo --question "How many employees were absent in November?"
+    """
+    with reported():
+        env = open_env(resolve_db(db), config)
+        emit(env.list_tables(question=question, knowledge=knowledge), as_json)
+
+
+@app.command()
+def describe(
+    args: Annotated[list[str], typer.Argument(metavar="[DB] TABLE", help="Optional database, then the table.")],
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Describe a table: columns, types, keys, null shares, sample values, foreign keys.
+
+    Example: sophrosyne describe demo employees
+    """
+    with reported():
+        db, (table,) = split_db(args, 1, "[DB] TABLE")
+        emit(open_env(db, config).describe_table(table), as_json)
+
+
+@app.command()
+def values(
+    args: Annotated[
+        list[str],
+        typer.Argument(metavar="[DB] TABLE COLUMN", help="Optional database, the table and the column."),
+    ],
+    search: Annotated[str | None, typer.Option("--search", "-s", help="Rank values by match to this text.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Most values to show.", min=1)] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Distinct values of a column with counts, optionally ranked by a search text.
+
+    Example: sophrosyne values demo departments dept_name --search operations
+    """
+    with reported():
+        db, (table, column) = split_db(args, 2, "[DB] TABLE COLUMN")
+        emit(open_env(db, config).get_distinct_values(table, column, search=search, limit=limit), as_json)
+
+
+@app.command("find")
+def find(
+    args: Annotated[list[str], typer.Argument(metavar="[DB] TERM", help="Optional database, then the term.")],
+    table: Annotated[str | None, typer.Option(help="Only this table.")] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rows where a term occurs in text columns.
+
+    Example: sophrosyne find demo "Field Operations"
+    """
+    with reported():
+        db, (term,) = split_db(args, 1, "[DB] TERM")
+        emit(open_env(db, config).find_rows(term, table=table), as_json)
+
+
+@app.command()
+def sql(
+    args: Annotated[list[str], typer.Argument(metavar="[DB] SQL", help="Optional database, then one statement.")],
+    limit: Annotated[int | None, typer.Option(help="Most rows to return.", min=1)] = None,
+    explain: Annotated[bool, typer.Option(help="Show the engine's plan instead of rows.")] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run one read-only statement. Writes and escapes are refused with a reason and exit code 1.
+
+    Example: sophrosyne sql demo "SELECT dept_name FROM departments LIMIT 5"
+    """
+    with reported():
+        db, (statement,) = split_db(args, 1, "[DB] SQL")
+        env = open_env(db, config)
+        emit(env.explain_sql(statement) if explain else env.execute_sql(statement, limit=limit), as_json)
+
+
+@app.command()
+def sources(
+    db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the database a server would serve: name, dialect, table count.
+
+    Example: sophrosyne sources postgresql://postgres@127.0.0.1/test
+    """
+    with reported():
+        emit(open_env(resolve_db(db), config).list_sources(), as_json)
+
+
+@app.command()
+def serve(
+    db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str, typer.Option(help="HTTP address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
+    descriptions: Annotated[
+        Path | None, typer.Option(help="Folder of BIRD-style <table>.csv column descriptions.")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Serve the database to agents over MCP (stdio by default, or streamable HTTP).
+
+    Example: sophrosyne serve demo            (stdio, for Claude Code, Cursor, OpenCode)
+    Example: sophrosyne serve my.db --http --port 8000
+    """
+    from sophrosyne.mcp_server import serve as run_server
+
+    with reported():
+        env = open_env(resolve_db(db), config, descriptions)
+        # Read the schema before the first request, so the first call is not the slow one.
+        err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
+        if http:
+            err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp")
+        run_server(env, http=http, host=host, port=port)
+
+
+@app.command()
+def demo(
+    db: Annotated[str | None, typer.Argument(help="Database for the walk-through (default: the HR demo).")] = None,
+) -> None:
+    """A narrated walk-through of the explorer pattern on the embedded HR database, with no model.
+
+    Example: sophrosyne demo
+    """
+    with reported():
+        env = open_env(resolve_db(db), None)
+        for title, step in demo_steps(env):
+            console.print(Panel(escape(title), style="bold cyan", expand=False))
+            step()
+
+
+def demo_steps(env: Environment) -> list[tuple[str, Callable[[], None]]]:
+    question = "How many employees in the operations team were absent last month (November 2025)?"
+    grounded = (
+        "SELECT COUNT(DISTINCT a.employee_id) AS absent_employees\n"
+        "FROM absence_records AS a JOIN employees AS e ON a.employee_id = e.employee_id\n"
+        "WHERE e.department = 'D042' AND a.absence_date >= '2025-11-01' AND a.absence_date < '2025-12-01'"
+    )
+
+    def show(result: BaseModel) -> None:
+        console.print(escape(render(result)), highlight=False)
+
+    def rejected() -> None:
+        try:
+            env.execute_sql("DELETE FROM absence_records")
+        except SophrosyneError as exc:
+            console.print(f"[red]refused:[/] {escape(str(exc))}")
+
+    return [
+        (
+            f"Question: {question}\n1. list_tables, always first",
+            lambda: show(env.list_tables(question=question)),
+        ),
+        (
+            "2. describe_table employees: `department` holds codes, not names",
+            lambda: show(env.describe_table("employees")),
+        ),
+        (
+            "   describe_table absence_records: the unexplained absences",
+            lambda: show(env.describe_table("absence_records")),
+        ),
+        (
+            "3. ground the filter: get_distinct_values(departments, dept_name, search='operations')\n"
+            "   three matches: an agent must ask which one; here the user means Operations and Logistics",
+            lambda: show(env.get_distinct_values("departments", "dept_name", search="operations")),
+        ),
+        (
+            "   find_rows('Operations and Logistics') gives its code",
+            lambda: show(env.find_rows("Operations and Logistics", table="departments")),
+        ),
+        (
+            "4. the grounded query (COUNT DISTINCT: one employee can be absent twice)",
+            lambda: show(env.execute_sql(grounded)),
+        ),
+        ("5. a write is refused before it reaches the database", rejected),
+    ]
+
+
+def main() -> None:  # pragma: no cover - console entry for `python -m sophrosyne`
+    app()

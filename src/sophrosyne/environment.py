@@ -1,0 +1,497 @@
+"""Environment: the fine-grained tools an agent explores a database with, all on one secured query path."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rapidfuzz import fuzz, process
+from sqlglot import exp
+
+from sophrosyne import guard
+from sophrosyne.catalog import Catalog, Table, load_bird_descriptions
+from sophrosyne.connection import Database, QueryResult, open_database
+from sophrosyne.errors import (
+    QueryFailed,
+    QueryTimeout,
+    SophrosyneError,
+    UnknownColumn,
+    UnknownTable,
+)
+from sophrosyne.policy import Role
+from sophrosyne.results import (
+    CHARS_PER_TOKEN,
+    ColumnInfo,
+    DistinctValues,
+    FoundRows,
+    QueryOutput,
+    QueryPlan,
+    SourceInfo,
+    TableDescription,
+    TableGroupInfo,
+    TableList,
+    TableRows,
+    TableSummary,
+    ValueCount,
+    cell,
+    cut_note,
+    fit_rows,
+)
+from sophrosyne.settings import Settings
+
+TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR", "NAME", "ENUM")
+
+
+class Environment:
+    """The fine-grained API over one database, seen through one role."""
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        settings: Settings | None = None,
+        role: Role | None = None,
+        descriptions: Path | None = None,
+    ) -> None:
+        self.db = database
+        self.settings = settings or database.settings
+        self.role = role or Role()
+        self.descriptions = descriptions
+        self._full_catalog: Catalog | None = None
+        self._catalog: Catalog | None = None
+
+    @classmethod
+    def open(
+        cls,
+        target: str | Path,
+        *,
+        settings: Settings | None = None,
+        role: Role | None = None,
+        descriptions: Path | None = None,
+    ) -> Environment:
+        """Open a database (URL or file path) read-only and wrap it."""
+        settings = settings or Settings()
+        return cls(open_database(target, settings), settings=settings, role=role, descriptions=descriptions)
+
+    def for_role(self, role: Role) -> Environment:
+        """The same database and catalog, seen by another role."""
+        env = Environment(self.db, settings=self.settings, role=role, descriptions=self.descriptions)
+        env._full_catalog = self.full_catalog
+        return env
+
+    @property
+    def dialect(self) -> str:
+        return self.db.dialect
+
+    @property
+    def full_catalog(self) -> Catalog:
+        if self._full_catalog is None:
+            catalog = self.db.catalog()
+            if self.descriptions is not None:
+                load_bird_descriptions(catalog, self.descriptions)
+            self._full_catalog = catalog
+        return self._full_catalog
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as this role sees it."""
+        if self._catalog is None:
+            self._catalog = self.role.restrict(self.full_catalog)
+        return self._catalog
+
+    # -- tools -------------------------------------------------------------------------------------------
+
+    def list_sources(self) -> list[SourceInfo]:
+        return [
+            SourceInfo(
+                name=self.db.name,
+                dialect=self.dialect,
+                tables=len(self.catalog.tables),
+                url=self.db.display_url,
+            )
+        ]
+
+    def list_tables(self, question: str | None = None, knowledge: str | None = None) -> TableList:
+        """Tables with a one-line description, row estimate and join keys; same-shape groups shown once."""
+        catalog = self.catalog
+        groups = catalog.groups()
+        grouped = {name for g in groups for name in g.tables[1:]}
+        summaries = [
+            TableSummary(
+                name=t.name,
+                kind=t.kind,
+                description=_one_line(t.description),
+                row_estimate=t.row_estimate,
+                join_keys=[
+                    f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}" for fk in t.foreign_keys
+                ],
+            )
+            for t in catalog.tables.values()
+            if t.name not in grouped
+        ]
+        group_info = [
+            TableGroupInfo(
+                pattern=g.pattern,
+                count=len(g.tables),
+                first=g.tables[0],
+                last=g.tables[-1],
+                columns=len(catalog.tables[g.tables[0]].columns),
+            )
+            for g in groups
+        ]
+        budget = self.settings.token_budget * CHARS_PER_TOKEN
+        shown: list[TableSummary] = []
+        used = 0
+        for s in summaries:
+            used += len(s.name) + len(s.description) + 40 + sum(len(k) for k in s.join_keys)
+            if used > budget and shown:
+                break
+            shown.append(s)
+        cut = None
+        if len(shown) < len(summaries):
+            cut = cut_note(len(shown), len(summaries), "tables", "token budget") + (
+                " Use search_schema to find the columns you need."
+            )
+        return TableList(source=self.db.name, tables=shown, groups=group_info, cut=cut)
+
+    def describe_table(self, table: str) -> TableDescription:
+        """Columns with type, keys, description, null share and real sample values; foreign keys both ways."""
+        t = self._table(table)
+        limit = self.settings.sample_rows
+        result = self._query(_select_all(t, self.dialect, limit), limit=limit)
+        index = {c.lower(): i for i, c in enumerate(result.columns)}
+        fk_of = {col.lower(): fk for fk in t.foreign_keys for col in fk.columns}
+        columns = []
+        for c in t.columns:
+            i = index.get(c.name.lower())
+            values = [row[i] for row in result.rows] if i is not None else []
+            nulls = sum(v is None for v in values)
+            counts = Counter(v for v in values if v is not None)
+            samples = [cell(v, self.settings.value_chars) for v, _ in counts.most_common(self.settings.sample_values)]
+            key = "PK" if c.primary_key else None
+            fk = fk_of.get(c.name.lower())
+            if fk is not None:
+                target = (
+                    f"FK -> {fk.ref_table}.{fk.ref_columns[fk.columns.index(c.name)] if c.name in fk.columns else ''}"
+                )
+                key = f"{key}, {target}" if key else target
+            desc = "; ".join(p for p in (c.readable_name, c.description, c.value_description) if p)
+            columns.append(
+                ColumnInfo(
+                    name=c.name,
+                    type=c.type,
+                    key=key,
+                    nullable=c.nullable,
+                    description=_cut(desc, 200),
+                    null_share=round(nulls / len(values), 3) if values else None,
+                    samples=samples,
+                )
+            )
+        return TableDescription(
+            table=t.name,
+            kind=t.kind,
+            description=_one_line(t.description),
+            row_estimate=t.row_estimate,
+            columns=columns,
+            references=[
+                f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}" for fk in t.foreign_keys
+            ],
+            referenced_by=[
+                f"{name}.{', '.join(fk.columns)} -> {', '.join(fk.ref_columns)}"
+                for name, fk in self.catalog.references_to(t.name)
+            ],
+            sampled_rows=len(result.rows),
+        )
+
+    def get_distinct_values(
+        self, table: str, column: str, search: str | None = None, limit: int | None = None
+    ) -> DistinctValues:
+        """Distinct values with counts; with `search`, ranked by substring match, then fuzzy similarity."""
+        t = self._table(table)
+        c = self._column(t, column)
+        limit = max(1, min(limit or self.settings.distinct_limit, 1000))
+        col = exp.column(c.name, quoted=True)
+        source = exp.to_table(_quoted_name(t.name))
+        big = (t.row_estimate or 0) > self.settings.distinct_scan_rows
+        note = None
+        if not search:
+            scan = source if not big else _limited_subquery(source, col, self.settings.distinct_scan_rows)
+            query = (
+                exp.select(col, exp.Count(this=exp.Star()).as_("n"))
+                .from_(scan)
+                .group_by(col)
+                .order_by(exp.Ordered(this=exp.column("n"), desc=True))
+                .limit(limit + 1)
+            )
+            result = self._query(query.sql(dialect=self.dialect), limit=limit + 1)
+            values = [ValueCount(value=cell(v, self.settings.value_chars), count=int(n)) for v, n in result.rows]
+            if big:
+                note = f"counts from the first {self.settings.distinct_scan_rows:,} rows of ~{t.row_estimate:,}."
+            cut = cut_note(limit, None, "values", "limit") if len(values) > limit else None
+            return DistinctValues(table=t.name, column=c.name, values=values[:limit], note=note, cut=cut)
+        return self._search_values(t, c.name, search, limit)
+
+    def _search_values(self, t: Table, column: str, search: str, limit: int) -> DistinctValues:
+        started = time.monotonic()
+        budget = self.settings.distinct_budget_s
+        col = exp.column(column, quoted=True)
+        text = exp.Lower(this=exp.cast(col, exp.DataType.build("TEXT")))
+        source = exp.to_table(_quoted_name(t.name))
+        needle = search.strip().lower()
+        found: dict[Any, ValueCount] = {}
+        note = None
+        # Substring matches over the whole column, within the time budget.
+        pattern = exp.Literal.string("%" + _escape_like(needle) + "%")
+        substring = (
+            exp.select(col, exp.Count(this=exp.Star()).as_("n"))
+            .from_(source)
+            .where(exp.Escape(this=exp.Like(this=text, expression=pattern), expression=exp.Literal.string("!")))
+            .group_by(col)
+            .order_by(exp.Ordered(this=exp.column("n"), desc=True))
+            .limit(limit)
+        )
+        try:
+            result = self._query(substring.sql(dialect=self.dialect), limit=limit, timeout_s=max(budget, 0.05))
+            for v, n in result.rows:
+                found[v] = ValueCount(value=cell(v, self.settings.value_chars), count=int(n), score=100.0)
+        except QueryTimeout:
+            note = f"the substring scan was stopped after {budget:g} s; matches may be missing."
+        # Fuzzy candidates from a bounded prefix of the column, for misspellings and word order.
+        remaining = budget - (time.monotonic() - started)
+        if len(found) < limit and remaining > 0.02:
+            scan = _limited_subquery(source, col, self.settings.distinct_scan_rows)
+            query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(scan).group_by(col).limit(50_000)
+            try:
+                result = self._query(query.sql(dialect=self.dialect), limit=50_000, timeout_s=remaining)
+                candidates = {str(v): (v, int(n)) for v, n in result.rows if v is not None and v not in found}
+                for key, score, _ in process.extract(
+                    needle,
+                    list(candidates),
+                    scorer=fuzz.WRatio,
+                    processor=str.lower,
+                    limit=limit - len(found),
+                    score_cutoff=60,
+                ):
+                    v, n = candidates[key]
+                    found[v] = ValueCount(value=cell(v, self.settings.value_chars), count=n, score=round(score, 1))
+            except QueryTimeout:
+                note = (note or "") + " fuzzy candidates were cut by the time budget."
+        values = sorted(found.values(), key=lambda x: (-(x.score or 0), -x.count))[:limit]
+        if not values:
+            note = (note or "") + f" no value of {t.name}.{column} resembles {search!r}: do not filter on a guess."
+        return DistinctValues(
+            table=t.name, column=column, search=search, values=values, note=(note or "").strip() or None
+        )
+
+    def find_rows(
+        self, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None
+    ) -> FoundRows:
+        """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
+        if not term.strip():
+            raise QueryFailed("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
+        limit = max(1, min(limit or self.settings.find_rows_limit, 500))
+        tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
+        deadline = time.monotonic() + self.settings.timeout_s
+        pattern = exp.Literal.string("%" + _escape_like(term.strip().lower()) + "%")
+        matches: list[TableRows] = []
+        searched = 0
+        for t in tables:
+            if time.monotonic() > deadline:
+                break
+            names = (
+                [self._column(t, c).name for c in columns]
+                if columns and table
+                else [c.name for c in t.columns if _is_text(c.type)]
+            )
+            if columns and not table:
+                names = [c.name for c in t.columns if c.name.lower() in {x.lower() for x in columns}]
+            if not names:
+                continue
+            searched += 1
+            condition = exp.or_(
+                *(
+                    exp.Escape(
+                        this=exp.Like(
+                            this=exp.Lower(this=exp.cast(exp.column(n, quoted=True), exp.DataType.build("TEXT"))),
+                            expression=pattern.copy(),
+                        ),
+                        expression=exp.Literal.string("!"),
+                    )
+                    for n in names
+                )
+            )
+            query = exp.select("*").from_(exp.to_table(_quoted_name(t.name))).where(condition).limit(limit)
+            try:
+                result = self._query(
+                    query.sql(dialect=self.dialect),
+                    limit=limit,
+                    timeout_s=max(0.05, deadline - time.monotonic()),
+                )
+            except QueryTimeout:
+                break
+            if not result.rows:
+                continue
+            rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
+            matched = sorted(
+                {n for n in names for r in result.rows if term.lower() in str(r[result.columns.index(n)] or "").lower()}
+                if all(n in result.columns for n in names)
+                else set(names)
+            )
+            matches.append(TableRows(table=t.name, columns=result.columns, rows=rows, matched_columns=matched))
+        cut = None
+        if searched < len(tables) and time.monotonic() > deadline:
+            cut = f"cut: stopped after {self.settings.timeout_s:g} s; {len(tables) - searched} tables not searched."
+        budget = self.settings.token_budget
+        for m in matches:
+            m.rows, was_cut = fit_rows(m.columns, m.rows, budget // max(1, len(matches)))
+            if was_cut:
+                cut = (cut or "") + f" rows of {m.table} cut to fit the token budget."
+        return FoundRows(term=term, matches=matches, searched_tables=searched, cut=(cut or "").strip() or None)
+
+    def execute_sql(self, sql: str, limit: int | None = None) -> QueryOutput:
+        """Run one read-only statement; rows capped, with the SQL as executed."""
+        cap = max(1, min(limit or self.settings.row_cap, self.settings.row_cap))
+        result, executed = self._secure(sql, limit=cap)
+        rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
+        shown, cut_by_budget = fit_rows(result.columns, rows, self.settings.token_budget)
+        cut = (
+            cut_note(len(shown), None if result.truncated else len(rows), "rows", "token budget")
+            if cut_by_budget
+            else None
+        )
+        return QueryOutput(
+            columns=result.columns,
+            rows=shown,
+            row_count=len(shown),
+            truncated=result.truncated or cut_by_budget,
+            sql_executed=executed,
+            elapsed_ms=round(result.elapsed_ms, 2),
+            cut=cut,
+        )
+
+    def explain_sql(self, sql: str) -> QueryPlan:
+        """The engine's plan for a read-only statement, with hints about full scans of large tables."""
+        expression = guard.check_sql(sql, self.dialect)
+        executed = self.role.rewrite(expression, self.full_catalog, self.dialect).sql(dialect=self.dialect)
+        prefix = "EXPLAIN QUERY PLAN" if self.dialect == "sqlite" else "EXPLAIN"
+        try:
+            result = self.db.run(f"{prefix} {executed}", limit=500)
+        except QueryFailed as exc:
+            raise self._explain_error(exc, expression) from None
+        plan = [" ".join(str(v) for v in row if v is not None) for row in result.rows]
+        if self.dialect == "duckdb":
+            plan = [line for row in result.rows for line in str(row[-1]).splitlines() if line.strip()]
+        hints = []
+        for line in plan:
+            upper = line.upper()
+            for t in self.catalog.tables.values():
+                large = (t.row_estimate or 0) >= 100_000
+                if large and ("SCAN " + t.name.upper() in upper or "SEQ SCAN ON " + t.name.upper() in upper):
+                    hints.append(
+                        f"full scan of {t.name} (~{t.row_estimate:,} rows): filter on an indexed column "
+                        "or the leading column of a composite index."
+                    )
+        return QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints)))
+
+    # -- the one secured path -----------------------------------------------------------------------------
+
+    def _secure(self, sql: str, *, limit: int, timeout_s: float | None = None) -> tuple[QueryResult, str]:
+        """Guard, then the role's rewrite, then a read-only session: the only way a tool reads data."""
+        expression = guard.check_sql(sql, self.dialect)
+        executed = self.role.rewrite(expression, self.full_catalog, self.dialect).sql(dialect=self.dialect)
+        try:
+            result = self.db.run(executed, limit=limit, timeout_s=timeout_s)
+        except QueryFailed as exc:
+            raise self._explain_error(exc, expression) from None
+        return result, executed
+
+    def _query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:
+        return self._secure(sql, limit=limit, timeout_s=timeout_s)[0]
+
+    # -- lookups with helpful errors ------------------------------------------------------------------------
+
+    def _table(self, name: str) -> Table:
+        table = self.catalog.table(name.strip().strip('"`[]'))
+        if table is None:
+            raise UnknownTable(
+                f"no table `{name}` in {self.db.name}.",
+                hint=_did_you_mean(name, self.catalog.table_names, "list_tables"),
+            )
+        return table
+
+    def _column(self, table: Table, name: str) -> Any:
+        column = table.column(name.strip().strip('"`[]'))
+        if column is None:
+            raise UnknownColumn(
+                f"no column `{name}` in `{table.name}`.",
+                hint=_did_you_mean(name, table.column_names, f"describe_table('{table.name}')"),
+            )
+        return column
+
+    def _explain_error(self, exc: QueryFailed, expression: exp.Expression) -> SophrosyneError:
+        """Turn an engine's unknown-name error into one that names the fix, from the catalog."""
+        tables: dict[str, Table] = {}
+        ctes = {c.alias_or_name.lower() for c in expression.find_all(exp.CTE)}
+        for ref in expression.find_all(exp.Table):
+            if not ref.name or ref.name.lower() in ctes:
+                continue
+            table = self.catalog.table(ref.name)
+            if table is None:
+                return UnknownTable(
+                    f"no table `{ref.name}` in {self.db.name}.",
+                    hint=_did_you_mean(ref.name, self.catalog.table_names, "list_tables"),
+                )
+            tables[(ref.alias or ref.name).lower()] = table
+        known = {c.lower() for t in tables.values() for c in t.column_names}
+        aliases = {a.alias.lower() for a in expression.find_all(exp.Alias)}
+        for col in expression.find_all(exp.Column):
+            name = col.name.lower()
+            if not name or name in known or name in aliases or isinstance(col.this, exp.Star):
+                continue
+            owner = tables.get(col.table.lower()) if col.table else None
+            candidates = owner.column_names if owner else sorted({c for t in tables.values() for c in t.column_names})
+            where = f"`{owner.name}`" if owner else "the tables of this query"
+            if name in exc.message.lower():
+                return UnknownColumn(
+                    f"no column `{col.name}` in {where}.",
+                    hint=_did_you_mean(col.name, candidates, "describe_table"),
+                )
+        return exc
+
+
+def _did_you_mean(name: str, choices: list[str], fallback: str) -> str:
+    best = process.extract(name, choices, scorer=fuzz.WRatio, processor=str.lower, limit=3, score_cutoff=60)
+    if best:
+        return "Did you mean " + " or ".join(f"`{b[0]}`" for b in best) + "?"
+    return f"Call {fallback} to see what exists."
+
+
+def _quoted_name(name: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name, quoted=True))
+
+
+def _select_all(table: Table, dialect: str, limit: int) -> str:
+    return exp.select("*").from_(_quoted_name(table.name)).limit(limit).sql(dialect=dialect)
+
+
+def _limited_subquery(source: exp.Table, col: exp.Column, rows: int) -> exp.Subquery:
+    return exp.select(col.copy()).from_(source.copy()).limit(rows).subquery("_scan")
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def _is_text(type_name: str) -> bool:
+    upper = type_name.upper()
+    return any(t in upper for t in TEXT_TYPES) or not upper
+
+
+def _one_line(text: str) -> str:
+    return _cut(" ".join(text.split()), 120)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"

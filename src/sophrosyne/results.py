@@ -1,0 +1,314 @@
+"""Typed tool results and their bounded, token-aware rendering; database values sit in delimited data blocks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import secrets
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+# A token is about four characters of English or SQL; close enough to budget a response.
+CHARS_PER_TOKEN = 4
+
+
+def count_tokens(text: str) -> int:
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(4)
+
+
+def open_data(nonce: str) -> str:
+    return f"<data {nonce}>"
+
+
+def close_data(nonce: str) -> str:
+    return f"</data {nonce}>"
+
+
+def cell(value: Any, max_chars: int) -> Any:
+    """A JSON-friendly value, long strings and bytes cut with a visible mark."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, decimal.Decimal):
+        return float(value) if value == value.to_integral_value() or abs(value) < 1e15 else str(value)
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        return f"<{len(raw)} bytes>"
+    text = str(value)
+    if len(text) > max_chars:
+        return text[: max_chars - 1] + "…"
+    return text
+
+
+def cut_note(shown: int, total: int | None, what: str, why: str) -> str:
+    if total is None:
+        return f"cut: showing the first {shown} {what}; there are more ({why})."
+    return f"cut: showing {shown} of {total} {what} ({why})."
+
+
+def fit_rows(columns: list[str], rows: list[list[Any]], budget_tokens: int) -> tuple[list[list[Any]], bool]:
+    """Keep the leading rows whose rendering fits the token budget."""
+    used = count_tokens(" | ".join(columns))
+    kept: list[list[Any]] = []
+    for row in rows:
+        used += count_tokens(" | ".join(_text(v) for v in row)) + 1
+        if used > budget_tokens and kept:
+            return kept, True
+        kept.append(row)
+    return kept, False
+
+
+def render_table(columns: list[str], rows: list[list[Any]], nonce: str) -> str:
+    """Rows as a compact pipe table inside a data block, so values cannot pose as instructions."""
+    lines = [open_data(nonce), " | ".join(columns)]
+    lines.extend(" | ".join(_text(v) for v in row) for row in rows)
+    lines.append(close_data(nonce))
+    return "\n".join(lines)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    return str(value).replace("\n", "\\n").replace("|", "\\|")
+
+
+class SourceInfo(BaseModel):
+    name: str
+    dialect: str
+    tables: int
+    url: str
+
+
+class TableSummary(BaseModel):
+    name: str
+    kind: str = "table"
+    description: str = ""
+    row_estimate: int | None = None
+    join_keys: list[str] = Field(default_factory=list, description="`column -> table.column` foreign keys")
+
+
+class TableGroupInfo(BaseModel):
+    pattern: str
+    count: int
+    first: str
+    last: str
+    columns: int
+
+
+class Directive(BaseModel):
+    table: str
+    reason: str
+    confidence: str = "high"
+
+
+class TableList(BaseModel):
+    source: str
+    tables: list[TableSummary]
+    groups: list[TableGroupInfo] = Field(default_factory=list)
+    directives: list[Directive] = Field(default_factory=list)
+    directive_note: str | None = None
+    cut: str | None = None
+
+
+class ColumnInfo(BaseModel):
+    name: str
+    type: str
+    key: str | None = None
+    nullable: bool = True
+    description: str = ""
+    null_share: float | None = None
+    samples: list[Any] = Field(default_factory=list)
+
+
+class TableDescription(BaseModel):
+    table: str
+    kind: str
+    description: str = ""
+    row_estimate: int | None = None
+    columns: list[ColumnInfo]
+    references: list[str] = Field(default_factory=list, description="foreign keys of this table")
+    referenced_by: list[str] = Field(default_factory=list, description="foreign keys pointing at this table")
+    sampled_rows: int = 0
+    reminder: str | None = None
+    cut: str | None = None
+
+
+class ValueCount(BaseModel):
+    value: Any
+    count: int
+    score: float | None = None
+
+
+class DistinctValues(BaseModel):
+    table: str
+    column: str
+    search: str | None = None
+    values: list[ValueCount]
+    note: str | None = None
+    cut: str | None = None
+
+
+class TableRows(BaseModel):
+    table: str
+    columns: list[str]
+    rows: list[list[Any]]
+    matched_columns: list[str]
+
+
+class FoundRows(BaseModel):
+    term: str
+    matches: list[TableRows]
+    searched_tables: int
+    note: str | None = None
+    cut: str | None = None
+
+
+class SchemaHit(BaseModel):
+    table: str
+    column: str
+    score: float
+    description: str = ""
+
+
+class SchemaHits(BaseModel):
+    query: str
+    hits: list[SchemaHit]
+
+
+class QueryOutput(BaseModel):
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    truncated: bool
+    sql_executed: str
+    elapsed_ms: float
+    reminder: str | None = None
+    cut: str | None = None
+
+
+class QueryPlan(BaseModel):
+    sql_executed: str
+    plan: list[str]
+    hints: list[str] = Field(default_factory=list)
+
+
+def render(result: BaseModel, nonce: str | None = None) -> str:
+    """Compact text for a tool result; every database value is inside a data block."""
+    nonce = nonce or new_nonce()
+    renderer = _RENDERERS.get(type(result))
+    return renderer(result, nonce) if renderer else result.model_dump_json(indent=1)
+
+
+def _render_table_list(r: TableList, nonce: str) -> str:
+    lines = [f"{len(r.tables)} tables in {r.source}:"]
+    for t in r.tables:
+        rows = f"~{t.row_estimate:,} rows" if t.row_estimate is not None else "rows unknown"
+        extra = f"; joins: {', '.join(t.join_keys)}" if t.join_keys else ""
+        kind = " (view)" if t.kind == "view" else ""
+        desc = f" — {t.description}" if t.description else ""
+        lines.append(f"- {t.name}{kind}{desc} [{rows}{extra}]")
+    for g in r.groups:
+        lines.append(f"- group {g.pattern}: {g.count} tables with the same {g.columns} columns ({g.first} … {g.last})")
+    if r.directives:
+        lines.append(
+            "Directives: these tables are likely irrelevant to the question; do not explore them unless "
+            "the evidence clearly needs them:"
+        )
+        lines.extend(f"- {d.table}: {d.reason} (confidence {d.confidence})" for d in r.directives)
+    if r.directive_note:
+        lines.append(r.directive_note)
+    if r.cut:
+        lines.append(r.cut)
+    return "\n".join(lines)
+
+
+def _render_description(r: TableDescription, nonce: str) -> str:
+    rows = f"~{r.row_estimate:,} rows" if r.row_estimate is not None else "rows unknown"
+    head = f"{r.kind} {r.table} ({rows})" + (f": {r.description}" if r.description else "")
+    lines = [head]
+    if r.reminder:
+        lines.append(r.reminder)
+    lines.append(f"columns (null share and samples from {r.sampled_rows:,} rows):")
+    lines.append(open_data(nonce))
+    for c in r.columns:
+        key = f" {c.key}" if c.key else ""
+        null = f" null {c.null_share:.0%}" if c.null_share else ""
+        desc = f" — {c.description}" if c.description else ""
+        samples = f" e.g. {', '.join(repr(s) for s in c.samples)}" if c.samples else ""
+        lines.append(f"- {c.name} {c.type}{key}{null}{desc}{samples}")
+    lines.append(close_data(nonce))
+    if r.references:
+        lines.append("references: " + ", ".join(r.references))
+    if r.referenced_by:
+        lines.append("referenced by: " + ", ".join(r.referenced_by))
+    if r.cut:
+        lines.append(r.cut)
+    return "\n".join(lines)
+
+
+def _render_distinct(r: DistinctValues, nonce: str) -> str:
+    what = f" matching {r.search!r}" if r.search else ""
+    lines = [
+        f"{len(r.values)} distinct values of {r.table}.{r.column}{what} (value: count):",
+        open_data(nonce),
+    ]
+    lines.extend(f"{_text(v.value)}: {v.count}" for v in r.values)
+    lines.append(close_data(nonce))
+    lines.extend(x for x in (r.note, r.cut) if x)
+    return "\n".join(lines)
+
+
+def _render_found(r: FoundRows, nonce: str) -> str:
+    lines = [f"rows containing {r.term!r} (searched {r.searched_tables} tables):"]
+    for m in r.matches:
+        lines.append(f"{m.table} (matched in {', '.join(m.matched_columns)}):")
+        lines.append(render_table(m.columns, m.rows, nonce))
+    if not r.matches:
+        lines.append("no rows matched.")
+    lines.extend(x for x in (r.note, r.cut) if x)
+    return "\n".join(lines)
+
+
+def _render_hits(r: SchemaHits, nonce: str) -> str:
+    lines = [f"columns matching {r.query!r}:"]
+    for h in r.hits:
+        desc = f" — {h.description}" if h.description else ""
+        lines.append(f"- {h.table}.{h.column} ({h.score:.3f}){desc}")
+    return "\n".join(lines)
+
+
+def _render_query(r: QueryOutput, nonce: str) -> str:
+    more = " (truncated: more rows exist)" if r.truncated else ""
+    lines = [f"{r.row_count} rows{more} in {r.elapsed_ms:.0f} ms", render_table(r.columns, r.rows, nonce)]
+    lines.extend(x for x in (r.reminder, r.cut) if x)
+    lines.append(f"executed: {r.sql_executed}")
+    return "\n".join(lines)
+
+
+def _render_plan(r: QueryPlan, nonce: str) -> str:
+    lines = ["plan:", *(f"  {p}" for p in r.plan)]
+    lines.extend(f"hint: {h}" for h in r.hints)
+    return "\n".join(lines)
+
+
+def _render_sources(r: BaseModel, nonce: str) -> str:
+    assert isinstance(r, SourceInfo)
+    return f"{r.name} ({r.dialect}, {r.tables} tables) at {r.url}"
+
+
+_RENDERERS: dict[type, Any] = {
+    TableList: _render_table_list,
+    TableDescription: _render_description,
+    DistinctValues: _render_distinct,
+    FoundRows: _render_found,
+    SchemaHits: _render_hits,
+    QueryOutput: _render_query,
+    QueryPlan: _render_plan,
+    SourceInfo: _render_sources,
+}
