@@ -196,7 +196,11 @@ def open_database(target: str | Path, settings: Settings | None = None, *, name:
     connect_args: dict[str, Any] = {}
     if backend == "postgresql":
         # Every transaction of these sessions starts read-only, even one begun after a stray COMMIT.
-        connect_args["options"] = "-c default_transaction_read_only=on"
+        # Options given in the URL (a search_path, say) are kept beside it.
+        given = url.query.get("options")
+        extra = given if isinstance(given, str) else " ".join(given or ())
+        connect_args["options"] = f"{extra} -c default_transaction_read_only=on".strip()
+        url = url.difference_update_query(["options"])
     try:
         engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     except (ArgumentError, NoSuchModuleError) as exc:
