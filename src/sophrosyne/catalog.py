@@ -160,7 +160,8 @@ def _read_inspector(db: Database) -> Catalog:
     for (_, name), cols in columns.items():
         if name not in kinds or name.startswith("sqlite_"):
             continue
-        pk = list((pks.get((None, name)) or {}).get("constrained_columns") or [])
+        pk_info: dict[str, Any] = dict(pks.get((None, name)) or {})
+        pk = list(pk_info.get("constrained_columns") or [])
         table = Table(
             name=name,
             columns=[
@@ -179,7 +180,7 @@ def _read_inspector(db: Database) -> Catalog:
                 for fk in fks.get((None, name), [])
                 if fk.get("referred_table")
             ],
-            description=((comments.get((None, name)) or {}).get("text") or "").strip(),
+            description=str(dict(comments.get((None, name)) or {}).get("text") or "").strip(),
             kind=kinds[name],
         )
         tables[name] = table

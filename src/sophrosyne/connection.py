@@ -231,7 +231,7 @@ def _file_engine(path: Path, kind: str) -> Engine:
 
 
 def _first_line(exc: BaseException | None) -> str:
-    args = getattr(exc, "args", ())
+    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
     # MySQL drivers carry (errno, message); the number means nothing to an agent.
     text = str(args[1] if len(args) == 2 and isinstance(args[0], int) else exc or "").strip()
     return text.splitlines()[0] if text else type(exc).__name__
