@@ -62,9 +62,9 @@ def reported() -> Iterator[None]:
     try:
         yield
     except SophrosyneError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.message)}")
+        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", soft_wrap=True)
         if exc.hint:
-            err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}")
+            err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}", soft_wrap=True)
         raise typer.Exit(1) from None
 
 

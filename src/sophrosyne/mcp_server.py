@@ -78,7 +78,10 @@ def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     @_mapped
     def list_sources() -> Annotated[CallToolResult, SourceList]:
-        """The databases this environment serves, with their dialect and table count."""
+        """The databases this environment serves, with their dialect and table count.
+
+        Example: list_sources()
+        """
         return _respond(SourceList(sources=env.list_sources()))
 
     @server.tool(annotations=READ_ONLY)

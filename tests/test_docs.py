@@ -1,0 +1,45 @@
+"""Docs are tested: every CLI command, MCP tool and setting has help text and is in the README."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sophrosyne.cli import app
+from sophrosyne.environment import Environment
+from sophrosyne.mcp_server import build_server
+from sophrosyne.settings import Settings
+
+README = (Path(__file__).parents[1] / "README.md").read_text()
+COMMANDS = sorted(info.name or info.callback.__name__ for info in app.registered_commands if info.callback)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example_and_is_in_the_readme(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Example:" in result.output
+    assert f"sophrosyne {command}" in README
+
+
+def test_every_setting_is_documented_and_in_the_readme() -> None:
+    for name, field in Settings.model_fields.items():
+        assert field.description, f"setting {name} has no description"
+        assert f"`{name}`" in README, f"setting {name} is missing from the README"
+
+
+def test_every_mcp_tool_has_a_description_with_an_example_and_is_in_the_readme(tmp_path: Path) -> None:
+    from sophrosyne.cli import demo_path
+
+    server = build_server(Environment.open(demo_path()))
+    tools = asyncio.run(server.list_tools())
+    assert tools
+    for tool in tools:
+        assert tool.description and "Example:" in tool.description, tool.name
+        assert f"`{tool.name}" in README, f"tool {tool.name} is missing from the README"
+        for prop in (tool.input_schema.get("properties") or {}).values():
+            assert prop.get("description"), f"an argument of {tool.name} has no description"
+
