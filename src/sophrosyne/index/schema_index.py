@@ -1,0 +1,217 @@
+"""The offline schema index of one database: one document per column, BM25 + dense vectors, fused by RRF."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import numpy.typing as npt
+
+from sophrosyne.catalog import Catalog
+from sophrosyne.errors import ConfigError
+from sophrosyne.index.embedders import Embedder, default_embedder
+from sophrosyne.index.fusion import RRF_K
+from sophrosyne.index.text import split_identifier, tokenize
+from sophrosyne.index.vectors import VectorIndex
+
+INDEX_VERSION = 1
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+Progress = Callable[[str, int, int], None]
+"""Called as progress(stage, done, total) while an index is built."""
+
+
+@dataclass(frozen=True)
+class ColumnHit:
+    """A column that matches a query, with its table and fused score (higher is better)."""
+
+    table: str
+    column: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ColumnDoc:
+    """What the index knows of one column."""
+
+    table: str
+    column: str
+    readable_name: str = ""
+    description: str = ""
+    value_description: str = ""
+
+    @property
+    def name_text(self) -> str:
+        words = " ".join(split_identifier(self.column))
+        readable = f" ({self.readable_name})" if self.readable_name else ""
+        return f"{' '.join(split_identifier(self.table))} {words}{readable}"
+
+    @property
+    def embed_text(self) -> str:
+        text = self.name_text
+        if self.description:
+            text += f": {self.description}"
+        return text[:400]
+
+    @property
+    def bm25_tokens(self) -> list[str]:
+        names = tokenize(f"{self.table} {self.column} {self.readable_name}")
+        # Names count twice: a word in the name says more than the same word deep in a description.
+        return names + names + tokenize(self.description) + tokenize(self.value_description[:300])
+
+
+def column_documents(catalog: Catalog) -> list[ColumnDoc]:
+    return [
+        ColumnDoc(table.name, c.name, c.readable_name, c.description, c.value_description)
+        for table in catalog.tables.values()
+        for c in table.columns
+    ]
+
+
+def schema_key(catalog: Catalog, embedder_name: str) -> str:
+    """A hash of everything the index depends on: names, types, keys, descriptions, embedder, version."""
+    payload = {
+        "version": INDEX_VERSION,
+        "embedder": embedder_name,
+        "tables": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "columns": [[c.name, c.type, c.readable_name, c.description, c.value_description] for c in t.columns],
+                "fks": [[fk.columns, fk.ref_table, fk.ref_columns] for fk in t.foreign_keys],
+            }
+            for t in sorted(catalog.tables.values(), key=lambda t: t.name)
+        ],
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class SchemaIndex:
+    """Hybrid column search over one database's schema."""
+
+    def __init__(
+        self, docs: list[ColumnDoc], bm25: bm25s.BM25, vectors: VectorIndex, embedder: Embedder, key: str
+    ) -> None:
+        self.docs = docs
+        self.bm25 = bm25
+        self.vectors = vectors
+        self.embedder = embedder
+        self.key = key
+        self.build_s = 0.0
+        self.tables = sorted({d.table for d in docs})
+        self.doc_table = np.array([self.tables.index(d.table) for d in docs], dtype=np.int64)
+
+    @classmethod
+    def build(
+        cls,
+        catalog: Catalog,
+        embedder: Embedder | None = None,
+        progress: Progress | None = None,
+        batch_size: int = 2048,
+    ) -> SchemaIndex:
+        started = time.perf_counter()
+        embedder = embedder or default_embedder()
+        docs = column_documents(catalog)
+        total = len(docs)
+        if progress:
+            progress("bm25", 0, total)
+        bm25 = bm25s.BM25()
+        bm25.index([d.bm25_tokens or ["_"] for d in docs] or [["_"]], show_progress=False)
+        if progress:
+            progress("bm25", total, total)
+        chunks = []
+        texts = [d.embed_text for d in docs]
+        for start in range(0, len(texts), batch_size):
+            chunks.append(embedder.embed(texts[start : start + batch_size]))
+            if progress:
+                progress("embed", min(start + batch_size, total), total)
+        dim = chunks[0].shape[1] if chunks else 1
+        vectors = VectorIndex(np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32))
+        index = cls(docs, bm25, vectors, embedder, schema_key(catalog, embedder.name))
+        index.build_s = time.perf_counter() - started
+        return index
+
+    def save(self, folder: Path) -> None:
+        folder = Path(folder)
+        tmp = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.bm25.save(str(tmp / "bm25"), show_progress=False)
+        self.vectors.save(tmp)
+        manifest = {"key": self.key, "embedder": self.embedder.name, "docs": [asdict(d) for d in self.docs]}
+        (tmp / "manifest.json").write_text(json.dumps(manifest))
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+
+    @classmethod
+    def load(cls, folder: Path, embedder: Embedder | None = None) -> SchemaIndex:
+        folder = Path(folder)
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"no schema index in {folder}: {exc}.", hint="Run `sophrosyne index DB`.") from None
+        embedder = embedder or default_embedder()
+        if embedder.name != manifest["embedder"]:
+            raise ConfigError(
+                f"the index in {folder} was built with {manifest['embedder']}, not {embedder.name}.",
+                hint="Rebuild it with `sophrosyne index DB` or pass the same embedder.",
+            )
+        docs = [ColumnDoc(**d) for d in manifest["docs"]]
+        bm25 = bm25s.BM25.load(str(folder / "bm25"), show_progress=False)
+        return cls(docs, bm25, VectorIndex.load(folder), embedder, manifest["key"])
+
+    # -- search ---------------------------------------------------------------------------------------
+
+    def bm25_scores(self, query: str) -> npt.NDArray[np.float32]:
+        tokens = tokenize(query)
+        if not tokens or not self.docs:
+            return np.zeros(len(self.docs), np.float32)
+        return np.asarray(self.bm25.get_scores(tokens), dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self.embedder.embed(list(texts))
+
+    def search(self, query: str, k: int = 10, depth: int = 100) -> list[ColumnHit]:
+        """The k best columns for a query: BM25 and dense rankings fused by reciprocal rank fusion."""
+        if not self.docs or not query.strip():
+            return []
+        depth = max(k, depth)
+        lexical = self.bm25_scores(query)
+        lex_top = [int(i) for i in np.argsort(-lexical)[:depth] if lexical[i] > 0]
+        _, dense_ids = self.vectors.search(self.embed([query]), depth)
+        dense_top = [int(i) for i in dense_ids[0] if i >= 0]
+        fused: dict[int, float] = {}
+        for ranking in (lex_top, dense_top):
+            for rank, doc in enumerate(ranking, start=1):
+                fused[doc] = fused.get(doc, 0.0) + 1.0 / (RRF_K + rank)
+        best = sorted(fused.items(), key=lambda pair: -pair[1])[:k]
+        return [ColumnHit(self.docs[i].table, self.docs[i].column, round(score, 6)) for i, score in best]
+
+
+def index_folder(cache_dir: Path, catalog: Catalog, embedder: Embedder) -> Path:
+    return Path(cache_dir) / "schema" / schema_key(catalog, embedder.name)[:24]
+
+
+def load_or_build(
+    catalog: Catalog, cache_dir: Path, embedder: Embedder | None = None, progress: Progress | None = None
+) -> SchemaIndex:
+    """The cached index of this schema if one exists (same schema hash), else a new one, saved to the cache."""
+    embedder = embedder or default_embedder()
+    folder = index_folder(cache_dir, catalog, embedder)
+    if (folder / "manifest.json").exists():
+        try:
+            index = SchemaIndex.load(folder, embedder)
+            if index.key == schema_key(catalog, embedder.name):
+                return index
+        except (ConfigError, OSError, ValueError, KeyError):
+            pass  # a damaged cache entry is rebuilt below
+    index = SchemaIndex.build(catalog, embedder=embedder, progress=progress)
+    index.save(folder)
+    return index

@@ -1,0 +1,62 @@
+"""Text for the schema index: identifier splitting, normalisation and tokens for BM25 and matching."""
+
+from __future__ import annotations
+
+import re
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_DIGITS = re.compile(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
+_NON_WORD = re.compile(r"[^0-9A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z]+|\d+")
+
+STOPWORDS = frozenset(
+    """a an the of in on at to for from by with and or not no is are was were be been being do does did
+    what which who whom whose when where why how that this these those it its their there than then as
+    into per each all any both many much more most less least some such only also very can could should
+    would will shall may might must has have had having i me my we our you your he she his her they them
+    please list give show tell find among between under over about above below out up down if else so
+    but same other another one ones refers refer mean means""".split()  # noqa: SIM905
+)
+
+
+def split_identifier(name: str) -> list[str]:
+    """Words of an identifier: `setCode` -> [set, code]; `T1.customer_id2` -> [t, 1, customer, id, 2]."""
+    spaced = _DIGITS.sub(" ", _CAMEL.sub(" ", name))
+    return [w.lower() for w in _NON_WORD.split(spaced) if w]
+
+
+def stem(word: str) -> str:
+    """A light plural/verb-form stemmer: enough to match `schools` with `school` and `cities` with `city`."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words of free text, identifiers inside it split as identifiers."""
+    out: list[str] = []
+    for token in re.split(r"\s+", text):
+        if token:
+            out.extend(split_identifier(token))
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25 tokens: words split as identifiers, stemmed, stopwords dropped."""
+    return [stem(w) for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+def normalize(text: str) -> str:
+    """One canonical spelling for exact matching: words joined by single spaces, stemmed."""
+    return " ".join(stem(w) for w in words(text))
+
+
+def word_tokens(text: str) -> list[str]:
+    """Plain words (letters or digits runs), lower-cased, for n-grams over a question."""
+    return [w.lower() for w in _WORD.findall(text)]
