@@ -1,0 +1,17 @@
+-- role: manager
+-- dialect: sqlite
+SELECT * FROM employees
+-- expected:
+WITH _sec_employees AS (
+  SELECT
+    "employee_id",
+    "name",
+    "department",
+    "manager_id"
+  FROM "main"."employees"
+  WHERE
+    department = 'D042'
+)
+SELECT
+  *
+FROM _sec_employees AS employees

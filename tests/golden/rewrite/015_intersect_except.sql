@@ -1,0 +1,40 @@
+-- role: manager
+-- dialect: postgres
+SELECT employee_id FROM employees INTERSECT SELECT employee_id FROM absence_records EXCEPT SELECT manager_id FROM employees
+-- expected:
+WITH _sec_employees AS (
+  SELECT
+    "employee_id",
+    "name",
+    "department",
+    "manager_id"
+  FROM "employees"
+  WHERE
+    department = 'D042'
+), _sec_absence_records AS (
+  SELECT
+    "absence_id",
+    "employee_id",
+    "absence_date",
+    "reason"
+  FROM "absence_records"
+  WHERE
+    employee_id IN (
+      SELECT
+        e.employee_id
+      FROM "employees" AS e
+      WHERE
+        e.department = 'D042'
+    )
+)
+SELECT
+  employee_id
+FROM _sec_employees AS employees
+INTERSECT
+SELECT
+  employee_id
+FROM _sec_absence_records AS absence_records
+EXCEPT
+SELECT
+  manager_id
+FROM _sec_employees AS employees

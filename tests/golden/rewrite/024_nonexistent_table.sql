@@ -1,0 +1,5 @@
+-- role: manager
+-- dialect: sqlite
+SELECT * FROM payroll
+-- expected:
+error unknown_table: no table `payroll`
