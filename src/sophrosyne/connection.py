@@ -219,7 +219,17 @@ def open_database(target: str | Path, settings: Settings | None = None, *, name:
 
 def _file_engine(path: Path, kind: str) -> Engine:
     if kind == "duckdb":
-        return sa.create_engine(f"duckdb:///{path}", connect_args={"read_only": True})
+        # No files, network or extensions, and no Python variables standing in for tables.
+        duck = sa.create_engine(
+            f"duckdb:///{path}",
+            connect_args={"read_only": True, "config": {"enable_external_access": False}},
+        )
+
+        @sa.event.listens_for(duck, "connect")
+        def _no_replacements(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.execute("SET python_enable_replacements = false")
+
+        return duck
     # mode=ro makes SQLite itself refuse writes; query_only is a second lock on the same door.
     engine = sa.create_engine(f"sqlite:///file:{path}?mode=ro&uri=true", connect_args={"check_same_thread": False})
 

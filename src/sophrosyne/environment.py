@@ -20,6 +20,7 @@ from sophrosyne.errors import (
     UnknownColumn,
     UnknownTable,
 )
+from sophrosyne.grounding import ValueCache
 from sophrosyne.policy import Role
 from sophrosyne.results import (
     CHARS_PER_TOKEN,
@@ -54,11 +55,13 @@ class Environment:
         settings: Settings | None = None,
         role: Role | None = None,
         descriptions: Path | None = None,
+        values: ValueCache | None = None,
     ) -> None:
         self.db = database
         self.settings = settings or database.settings
         self.role = role or Role()
         self.descriptions = descriptions
+        self.values = values or ValueCache()
         self._full_catalog: Catalog | None = None
         self._catalog: Catalog | None = None
 
@@ -77,7 +80,9 @@ class Environment:
 
     def for_role(self, role: Role) -> Environment:
         """The same database and catalog, seen by another role."""
-        env = Environment(self.db, settings=self.settings, role=role, descriptions=self.descriptions)
+        env = Environment(
+            self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
+        )
         env._full_catalog = self.full_catalog
         return env
 
@@ -208,82 +213,109 @@ class Environment:
     def get_distinct_values(
         self, table: str, column: str, search: str | None = None, limit: int | None = None
     ) -> DistinctValues:
-        """Distinct values with counts; with `search`, ranked by substring match, then fuzzy similarity."""
+        """Distinct values with counts; with `search`, values holding it first, then fuzzy matches."""
         t = self._table(table)
         c = self._column(t, column)
         limit = max(1, min(limit or self.settings.distinct_limit, 1000))
-        col = exp.column(c.name, quoted=True)
-        source = exp.to_table(_quoted_name(t.name))
-        big = (t.row_estimate or 0) > self.settings.distinct_scan_rows
-        note = None
-        if not search:
-            scan = source if not big else _limited_subquery(source, col, self.settings.distinct_scan_rows)
-            query = (
-                exp.select(col, exp.Count(this=exp.Star()).as_("n"))
-                .from_(scan)
-                .group_by(col)
-                .order_by(exp.Ordered(this=exp.column("n"), desc=True))
-                .limit(limit + 1)
-            )
-            result = self._query(query.sql(dialect=self.dialect), limit=limit + 1)
-            values = [ValueCount(value=cell(v, self.settings.value_chars), count=int(n)) for v, n in result.rows]
-            if big:
-                note = f"counts from the first {self.settings.distinct_scan_rows:,} rows of ~{t.row_estimate:,}."
-            cut = cut_note(limit, None, "values", "limit") if len(values) > limit else None
-            return DistinctValues(table=t.name, column=c.name, values=values[:limit], note=note, cut=cut)
-        return self._search_values(t, c.name, search, limit)
+        key = (self.db.name, self.role.name, t.name, c.name)
+        values = self.values.get(key)
+        small = (t.row_estimate or 0) <= self.settings.distinct_scan_rows
+        if values is None and small and not self.values.too_many(key):
+            values = self.values.load(key, lambda: self._count_values(t, c.name), self.settings.timeout_s)
+        if values is not None:
+            if search and search.strip():
+                found = [
+                    ValueCount(value=cell(v, self.settings.value_chars), count=n, score=score)
+                    for v, n, score in values.search(search, limit)
+                ]
+                note = None if found else self._no_match(t.name, c.name, search)
+                return DistinctValues(table=t.name, column=c.name, search=search, values=found, note=note)
+            common = values.most_common(limit + 1)
+            shown = [ValueCount(value=cell(v, self.settings.value_chars), count=n) for v, n in common[:limit]]
+            cut = cut_note(limit, len(values.counts), "values", "limit") if len(common) > limit else None
+            return DistinctValues(table=t.name, column=c.name, values=shown, cut=cut)
+        # A large column: answer live within the budget, then load its values for the next calls.
+        if search and search.strip():
+            result = self._search_live(t, c.name, search, limit)
+        else:
+            result = self._common_live(t, c.name, limit)
+        if not self.values.too_many(key):
+            self.values.load(key, lambda: self._count_values(t, c.name), 0)
+        return result
 
-    def _search_values(self, t: Table, column: str, search: str, limit: int) -> DistinctValues:
-        started = time.monotonic()
-        budget = self.settings.distinct_budget_s
+    def _count_values(self, t: Table, column: str) -> Counter[Any] | None:
+        """Every distinct value with its count, grouped by the engine; None when there are too many."""
         col = exp.column(column, quoted=True)
-        text = exp.Lower(this=exp.cast(col, exp.DataType.build("TEXT")))
-        source = exp.to_table(_quoted_name(t.name))
-        needle = search.strip().lower()
-        found: dict[Any, ValueCount] = {}
-        note = None
-        # Substring matches over the whole column, within the time budget.
-        pattern = exp.Literal.string("%" + _escape_like(needle) + "%")
-        substring = (
+        query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(_quoted_name(t.name)).group_by(col)
+        result = self._query(query.sql(dialect=self.dialect), limit=self.values.max_distinct)
+        if result.truncated:
+            return None
+        return Counter({value: int(n) for value, n in result.rows})
+
+    def _common_live(self, t: Table, column: str, limit: int) -> DistinctValues:
+        col = exp.column(column, quoted=True)
+        rows = self.settings.distinct_scan_rows
+        query = (
             exp.select(col, exp.Count(this=exp.Star()).as_("n"))
-            .from_(source)
-            .where(exp.Escape(this=exp.Like(this=text, expression=pattern), expression=exp.Literal.string("!")))
+            .from_(_limited_subquery(_quoted_name(t.name), col, rows))
+            .group_by(col)
+            .order_by(exp.Ordered(this=exp.column("n"), desc=True))
+            .limit(limit + 1)
+        )
+        try:
+            result = self._query(
+                query.sql(dialect=self.dialect), limit=limit + 1, timeout_s=self.settings.distinct_budget_s
+            )
+        except QueryTimeout:
+            note = "counting took longer than the budget; the column's values are loading: ask again in a few seconds."
+            return DistinctValues(table=t.name, column=column, values=[], note=note)
+        values = [ValueCount(value=cell(v, self.settings.value_chars), count=int(n)) for v, n in result.rows]
+        note = f"counts from the first {rows:,} rows of ~{t.row_estimate or 0:,}; exact counts are loading."
+        cut = cut_note(limit, None, "values", "limit") if len(values) > limit else None
+        return DistinctValues(table=t.name, column=column, values=values[:limit], note=note, cut=cut)
+
+    def _search_live(self, t: Table, column: str, search: str, limit: int) -> DistinctValues:
+        """Substring matches straight from the engine while the column's values load."""
+        col = exp.column(column, quoted=True)
+        text_typed = _is_text(self._column(t, column).type)
+        text: exp.Expression = col if text_typed else exp.cast(col, exp.DataType.build("TEXT"))
+        pattern = exp.Literal.string("%" + _escape_like(search.strip().lower()) + "%")
+        like: exp.Expression
+        if self.dialect in ("postgres", "duckdb"):
+            like = exp.ILike(this=text, expression=pattern)
+        elif self.dialect == "sqlite":  # SQLite's LIKE ignores ASCII case already, and LOWER() doubles its cost
+            like = exp.Like(this=text, expression=pattern)
+        else:
+            like = exp.Like(this=exp.Lower(this=text), expression=pattern)
+        query = (
+            exp.select(col, exp.Count(this=exp.Star()).as_("n"))
+            .from_(_quoted_name(t.name))
+            .where(exp.Escape(this=like, expression=exp.Literal.string("!")))
             .group_by(col)
             .order_by(exp.Ordered(this=exp.column("n"), desc=True))
             .limit(limit)
         )
+        note = "substring matches only; fuzzy matches (misspellings) come once the column's values are loaded."
+        values: list[ValueCount] = []
         try:
-            result = self._query(substring.sql(dialect=self.dialect), limit=limit, timeout_s=max(budget, 0.05))
-            for v, n in result.rows:
-                found[v] = ValueCount(value=cell(v, self.settings.value_chars), count=int(n), score=100.0)
+            result = self._query(
+                query.sql(dialect=self.dialect), limit=limit, timeout_s=self.settings.distinct_budget_s
+            )
+            values = [
+                ValueCount(value=cell(v, self.settings.value_chars), count=int(n), score=100.0) for v, n in result.rows
+            ]
         except QueryTimeout:
-            note = f"the substring scan was stopped after {budget:g} s; matches may be missing."
-        # Fuzzy candidates from a bounded prefix of the column, for misspellings and word order.
-        remaining = budget - (time.monotonic() - started)
-        if len(found) < limit and remaining > 0.02:
-            scan = _limited_subquery(source, col, self.settings.distinct_scan_rows)
-            query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(scan).group_by(col).limit(50_000)
-            try:
-                result = self._query(query.sql(dialect=self.dialect), limit=50_000, timeout_s=remaining)
-                candidates = {str(v): (v, int(n)) for v, n in result.rows if v is not None and v not in found}
-                for key, score, _ in process.extract(
-                    needle,
-                    list(candidates),
-                    scorer=fuzz.WRatio,
-                    processor=str.lower,
-                    limit=limit - len(found),
-                    score_cutoff=60,
-                ):
-                    v, n = candidates[key]
-                    found[v] = ValueCount(value=cell(v, self.settings.value_chars), count=n, score=round(score, 1))
-            except QueryTimeout:
-                note = (note or "") + " fuzzy candidates were cut by the time budget."
-        values = sorted(found.values(), key=lambda x: (-(x.score or 0), -x.count))[:limit]
+            note = (
+                f"the search was stopped after {self.settings.distinct_budget_s:g} s on ~{t.row_estimate or 0:,} "
+                "rows; the column's values are loading: ask again in a few seconds."
+            )
         if not values:
-            note = (note or "") + f" no value of {t.name}.{column} resembles {search!r}: do not filter on a guess."
-        return DistinctValues(
-            table=t.name, column=column, search=search, values=values, note=(note or "").strip() or None
-        )
+            note = f"{note} {self._no_match(t.name, column, search)}"
+        return DistinctValues(table=t.name, column=column, search=search, values=values, note=note)
+
+    @staticmethod
+    def _no_match(table: str, column: str, search: str) -> str:
+        return f"no value of {table}.{column} resembles {search!r}: do not filter on a guess."
 
     def find_rows(
         self, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None

@@ -33,12 +33,15 @@ class Settings(BaseSettings):
         50, ge=1, le=10_000, description="Default number of values get_distinct_values returns."
     )
     distinct_budget_s: float = Field(
-        0.25, gt=0, le=60, description="Time get_distinct_values may spend on a fuzzy search, seconds."
+        0.5,
+        gt=0,
+        le=60,
+        description="Seconds a live value search on a large column may take; its values then load for later calls.",
     )
     distinct_scan_rows: int = Field(
         200_000,
         ge=1000,
-        description="Rows get_distinct_values reads to collect candidates for fuzzy ranking.",
+        description="Tables above this many rows get live value searches while their values load in the background.",
     )
     find_rows_limit: int = Field(20, ge=1, le=1000, description="Default number of rows find_rows returns.")
     exact_count_rows: int = Field(
