@@ -36,6 +36,10 @@ err_console = Console(stderr=True)
 DEMO = "demo"
 DB_HELP = "Database: a .sqlite/.db/.duckdb path or a SQLAlchemy URL; `demo` (the default) is the embedded HR demo."
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML settings file.", show_default=False)]
+PolicyOption = Annotated[
+    Path | None, typer.Option("--policy", help="TOML policy file: roles, row filters, column rules, tokens.")
+]
+RoleOption = Annotated[str | None, typer.Option("--role", help="Role to act as (default: the policy's default role).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
@@ -68,9 +72,16 @@ def reported() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-def open_env(db: str, config: Path | None, descriptions: Path | None = None) -> Environment:
-    settings = Settings.load(config)
-    return Environment.open(db, settings=settings, descriptions=descriptions)
+def open_env(
+    db: str,
+    config: Path | None,
+    descriptions: Path | None = None,
+    *,
+    policy: Path | None = None,
+    role: str | None = None,
+) -> Environment:
+    settings = Settings.load(config, policy_file=policy)
+    return Environment.open(db, settings=settings, descriptions=descriptions, role_name=role)
 
 
 def emit(result: BaseModel | list[Any], as_json: bool) -> None:
@@ -105,6 +116,8 @@ def tables(
     question: Annotated[str | None, typer.Option(help="A question, to show directives.")] = None,
     knowledge: Annotated[str | None, typer.Option(help="Evidence for the question.")] = None,
     config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List tables with descriptions, row estimates and join keys.
@@ -112,7 +125,7 @@ def tables(
     Example: sophrosyne tables demo --question "How many employees were absent in November?"
     """
     with reported():
-        env = open_env(resolve_db(db), config)
+        env = open_env(resolve_db(db), config, policy=policy, role=role)
         emit(env.list_tables(question=question, knowledge=knowledge), as_json)
 
 
@@ -120,6 +133,8 @@ def tables(
 def describe(
     args: Annotated[list[str], typer.Argument(metavar="[DB] TABLE", help="Optional database, then the table.")],
     config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Describe a table: columns, types, keys, null shares, sample values, foreign keys.
@@ -128,7 +143,7 @@ def describe(
     """
     with reported():
         db, (table,) = split_db(args, 1, "[DB] TABLE")
-        emit(open_env(db, config).describe_table(table), as_json)
+        emit(open_env(db, config, policy=policy, role=role).describe_table(table), as_json)
 
 
 @app.command()
@@ -140,6 +155,8 @@ def values(
     search: Annotated[str | None, typer.Option("--search", "-s", help="Rank values by match to this text.")] = None,
     limit: Annotated[int | None, typer.Option(help="Most values to show.", min=1)] = None,
     config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Distinct values of a column with counts, optionally ranked by a search text.
@@ -148,7 +165,12 @@ def values(
     """
     with reported():
         db, (table, column) = split_db(args, 2, "[DB] TABLE COLUMN")
-        emit(open_env(db, config).get_distinct_values(table, column, search=search, limit=limit), as_json)
+        emit(
+            open_env(db, config, policy=policy, role=role).get_distinct_values(
+                table, column, search=search, limit=limit
+            ),
+            as_json,
+        )
 
 
 @app.command("find")
@@ -156,6 +178,8 @@ def find(
     args: Annotated[list[str], typer.Argument(metavar="[DB] TERM", help="Optional database, then the term.")],
     table: Annotated[str | None, typer.Option(help="Only this table.")] = None,
     config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Rows where a term occurs in text columns.
@@ -164,7 +188,7 @@ def find(
     """
     with reported():
         db, (term,) = split_db(args, 1, "[DB] TERM")
-        emit(open_env(db, config).find_rows(term, table=table), as_json)
+        emit(open_env(db, config, policy=policy, role=role).find_rows(term, table=table), as_json)
 
 
 @app.command()
@@ -173,6 +197,8 @@ def sql(
     limit: Annotated[int | None, typer.Option(help="Most rows to return.", min=1)] = None,
     explain: Annotated[bool, typer.Option(help="Show the engine's plan instead of rows.")] = False,
     config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run one read-only statement. Writes and escapes are refused with a reason and exit code 1.
@@ -181,7 +207,7 @@ def sql(
     """
     with reported():
         db, (statement,) = split_db(args, 1, "[DB] SQL")
-        env = open_env(db, config)
+        env = open_env(db, config, policy=policy, role=role)
         emit(env.explain_sql(statement) if explain else env.execute_sql(statement, limit=limit), as_json)
 
 
@@ -189,6 +215,8 @@ def sql(
 def sources(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
     config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show the database a server would serve: name, dialect, table count.
@@ -196,7 +224,7 @@ def sources(
     Example: sophrosyne sources postgresql://postgres@127.0.0.1/test
     """
     with reported():
-        emit(open_env(resolve_db(db), config).list_sources(), as_json)
+        emit(open_env(resolve_db(db), config, policy=policy, role=role).list_sources(), as_json)
 
 
 @app.command()
@@ -209,16 +237,20 @@ def serve(
         Path | None, typer.Option(help="Folder of BIRD-style <table>.csv column descriptions.")
     ] = None,
     config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
 ) -> None:
     """Serve the database to agents over MCP (stdio by default, or streamable HTTP).
 
     Example: sophrosyne serve demo            (stdio, for Claude Code, Cursor, OpenCode)
-    Example: sophrosyne serve my.db --http --port 8000
+    Example: sophrosyne serve my.db --http --port 8000 --policy policy.toml
+
+    Over stdio the role comes from --role; over HTTP with a policy, each request's bearer token names it.
     """
     from sophrosyne.mcp_server import serve as run_server
 
     with reported():
-        env = open_env(resolve_db(db), config, descriptions)
+        env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role)
         # Read the schema before the first request, so the first call is not the slow one.
         err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
         if http:

@@ -14,6 +14,7 @@ from sophrosyne import guard
 from sophrosyne.catalog import Catalog, Table, load_bird_descriptions
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.errors import (
+    ConfigError,
     QueryFailed,
     QueryTimeout,
     SophrosyneError,
@@ -21,7 +22,7 @@ from sophrosyne.errors import (
     UnknownTable,
 )
 from sophrosyne.grounding import ValueCache
-from sophrosyne.policy import Role
+from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
     CHARS_PER_TOKEN,
     ColumnInfo,
@@ -62,6 +63,8 @@ class Environment:
         self.role = role or Role()
         self.descriptions = descriptions
         self.values = values or ValueCache()
+        self.policy: Policy | None = None
+        self._role_envs: dict[str, Environment] = {}
         self._full_catalog: Catalog | None = None
         self._catalog: Catalog | None = None
 
@@ -72,18 +75,36 @@ class Environment:
         *,
         settings: Settings | None = None,
         role: Role | None = None,
+        role_name: str | None = None,
         descriptions: Path | None = None,
     ) -> Environment:
-        """Open a database (URL or file path) read-only and wrap it."""
+        """Open a database (URL or file path) read-only and wrap it, as the policy's role when one is set."""
         settings = settings or Settings()
-        return cls(open_database(target, settings), settings=settings, role=role, descriptions=descriptions)
+        policy = load_policy(settings.policy_file) if settings.policy_file else None
+        if role is None and policy is not None:
+            role = policy.role(role_name) if role_name else policy.default_role
+        elif role_name and policy is None:
+            raise ConfigError(
+                f"--role {role_name} needs a policy file.", hint="Pass --policy FILE or set SOPHROSYNE_POLICY_FILE."
+            )
+        env = cls(open_database(target, settings), settings=settings, role=role, descriptions=descriptions)
+        env.policy = policy
+        if policy is not None:
+            policy.check(env.full_catalog)
+        return env
 
     def for_role(self, role: Role) -> Environment:
-        """The same database and catalog, seen by another role."""
-        env = Environment(
-            self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
-        )
-        env._full_catalog = self.full_catalog
+        """The same database, catalog and caches, seen by another role (kept, so each role is set up once)."""
+        if role is self.role:
+            return self
+        env = self._role_envs.get(role.name)
+        if env is None or env.role is not role:
+            env = Environment(
+                self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
+            )
+            env._full_catalog = self.full_catalog
+            env.policy = self.policy
+            self._role_envs[role.name] = env
         return env
 
     @property
@@ -437,6 +458,10 @@ class Environment:
             result = self.db.run(executed, limit=limit, timeout_s=timeout_s)
         except QueryFailed as exc:
             raise self._explain_error(exc, expression) from None
+        if not self.role.unrestricted:
+            # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
+            kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
+            result = QueryResult(result.columns, kept, result.truncated, result.elapsed_ms)
         return result, executed
 
     def _query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:

@@ -7,13 +7,17 @@ import logging
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from sophrosyne.environment import Environment
-from sophrosyne.errors import SophrosyneError
+from sophrosyne.errors import AccessDenied, SophrosyneError
+from sophrosyne.policy import Policy
 from sophrosyne.results import (
     DistinctValues,
     FoundRows,
@@ -71,9 +75,54 @@ class SourceList(BaseModel):
     sources: list[SourceInfo]
 
 
-def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
-    """An MCP server exposing the environment's tools."""
-    server: MCPServer = MCPServer(name=name, instructions=INSTRUCTIONS, version="0.1.0")
+class PolicyTokens:
+    """Bearer tokens to roles, from the policy's hashed tokens (the SDK's TokenVerifier protocol)."""
+
+    def __init__(self, policy: Policy, resource: str) -> None:
+        self.policy = policy
+        self.resource = resource
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        role = self.policy.role_for_token(token)
+        if role is None:
+            return None
+        return AccessToken(token="", client_id=f"role:{role.name}", scopes=[], resource=self.resource)
+
+
+def _caller(env: Environment) -> Environment:
+    """The environment as the caller's role: the token's role over HTTP, the started role otherwise."""
+    if env.policy is None:
+        return env
+    token = get_access_token()
+    if token is None:
+        return env
+    name = token.client_id.removeprefix("role:")
+    if name not in env.policy.roles:
+        raise AccessDenied("the token's role no longer exists.", hint="Ask for a new token.")
+    return env.for_role(env.policy.role(name))
+
+
+def build_server(
+    env: Environment, *, name: str = "sophrosyne", http_url: str | None = None, require_token: bool = False
+) -> MCPServer:
+    """An MCP server exposing the environment's tools; with `require_token`, HTTP callers need a bearer token."""
+    auth: dict[str, Any] = {}
+    if require_token:
+        if env.policy is None or not env.policy.token_hashes:
+            raise AccessDenied(
+                "HTTP with tokens needs a policy file with a [tokens] table.",
+                hint="Add sha256 token hashes to the policy (see examples/policy.toml).",
+            )
+        url = http_url or "http://127.0.0.1:8000"
+        auth = {
+            "token_verifier": PolicyTokens(env.policy, f"{url}/mcp"),
+            "auth": AuthSettings(
+                issuer_url=url,
+                resource_server_url=f"{url}/mcp",
+                validate_token_resource=True,
+            ),
+        }
+    server: MCPServer = MCPServer(name=name, instructions=INSTRUCTIONS, version="0.1.0", **auth)
 
     @server.tool(annotations=READ_ONLY)
     @_mapped
@@ -82,7 +131,7 @@ def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
 
         Example: list_sources()
         """
-        return _respond(SourceList(sources=env.list_sources()))
+        return _respond(SourceList(sources=_caller(env).list_sources()))
 
     @server.tool(annotations=READ_ONLY)
     @_mapped
@@ -98,7 +147,7 @@ def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
 
         Example: list_tables(question="How many employees in operations were absent last month?")
         """
-        return _respond(env.list_tables(question=question, knowledge=knowledge))
+        return _respond(_caller(env).list_tables(question=question, knowledge=knowledge))
 
     @server.tool(annotations=READ_ONLY)
     @_mapped
@@ -110,7 +159,7 @@ def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
 
         Example: describe_table(table="employees")
         """
-        return _respond(env.describe_table(table))
+        return _respond(_caller(env).describe_table(table))
 
     @server.tool(annotations=READ_ONLY)
     @_mapped
@@ -126,7 +175,7 @@ def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
 
         Example: get_distinct_values(table="departments", column="dept_name", search="operations")
         """
-        return _respond(env.get_distinct_values(table, column, search=search, limit=limit))
+        return _respond(_caller(env).get_distinct_values(table, column, search=search, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
     @_mapped
@@ -140,7 +189,7 @@ def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
 
         Example: find_rows(term="Field Operations")
         """
-        return _respond(env.find_rows(term, table=table, columns=columns, limit=limit))
+        return _respond(_caller(env).find_rows(term, table=table, columns=columns, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
     @_mapped
@@ -153,7 +202,7 @@ def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
 
         Example: execute_sql(sql="SELECT COUNT(*) FROM employees WHERE department = 'D042'")
         """
-        return _respond(env.execute_sql(sql, limit=limit))
+        return _respond(_caller(env).execute_sql(sql, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
     @_mapped
@@ -164,7 +213,7 @@ def build_server(env: Environment, *, name: str = "sophrosyne") -> MCPServer:
 
         Example: explain_sql(sql="SELECT * FROM attendance WHERE employee_id = 7")
         """
-        return _respond(env.explain_sql(sql))
+        return _respond(_caller(env).explain_sql(sql))
 
     return server
 
@@ -177,7 +226,8 @@ def serve(
     port: int = 8000,
 ) -> None:
     """Run the server over stdio (default) or streamable HTTP until interrupted."""
-    server = build_server(env)
+    require_token = http and env.policy is not None
+    server = build_server(env, http_url=f"http://{host}:{port}", require_token=require_token)
     if http:
         server.run("streamable-http", host=host, port=port, stateless_http=True)
     else:
