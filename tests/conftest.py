@@ -1,0 +1,46 @@
+"""Shared fixtures: the HR test schema on four engines, and an Environment over each."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from fixtures.engines import SERVER_ENGINES, built, engine_params
+from sophrosyne.environment import Environment
+
+
+@pytest.fixture(scope="module", params=engine_params())
+def engine(request: pytest.FixtureRequest) -> str:
+    """The engine name: sqlite, duckdb, postgres or mariadb."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def target(engine: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The HR test schema built on `engine`, dropped afterwards: a file path or a URL."""
+    module = request.module.__name__.rsplit(".", 1)[-1].replace("test_", "")
+    with built(engine, tmp_path_factory.mktemp(f"{engine}_{module}"), f"soph_{module}") as where:
+        yield where
+
+
+@pytest.fixture(scope="module")
+def env(target: str) -> Iterator[Environment]:
+    """An Environment over the HR test schema, one per engine and module."""
+    environment = Environment.open(target)
+    yield environment
+    environment.db.close()
+
+
+PERCENT_BUG = (
+    "connection.py Database.run: psycopg and pymysql read `%` in SQL as a placeholder because SQLAlchemy passes "
+    "an empty parameter set; escape it: `if self.engine.dialect.paramstyle in ('format', 'pyformat'): "
+    "sql = sql.replace('%', '%%')` before exec_driver_sql"
+)
+
+
+@pytest.fixture
+def percent_bug(engine: str, request: pytest.FixtureRequest) -> None:
+    """Tests whose SQL holds a `%` (LIKE patterns) fail on PostgreSQL and MariaDB until the bug is fixed."""
+    if engine in SERVER_ENGINES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=PERCENT_BUG))

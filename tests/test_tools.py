@@ -1,0 +1,378 @@
+"""The same tool tests on SQLite, DuckDB, PostgreSQL and MariaDB, over one small HR schema."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from fixtures.engines import EMPLOYEES, LONG_BODY
+from sophrosyne.catalog import Column, Table, group_tables
+from sophrosyne.environment import Environment
+from sophrosyne.errors import QueryTimeout, RejectedSQL, SQLSyntaxError, UnknownColumn, UnknownTable
+from sophrosyne.settings import Settings
+
+OPERATIONS = {"IT Operations", "Operations and Logistics", "Field Operations"}
+# A statement that runs far longer than the tiny timeout on each engine. MariaDB caps recursive CTEs at
+# 1,000 iterations, so it gets a cross join instead.
+SLOW_SQL = {
+    "mariadb": "SELECT COUNT(*) FROM absence_records a, absence_records b, absence_records c, absence_records d, "
+    "absence_records e, absence_records f",
+}
+RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+
+
+@pytest.fixture(scope="module")
+def fast_env(target: str) -> Iterator[Environment]:
+    """The same database with a tiny timeout and row cap, to test the limits."""
+    environment = Environment.open(target, settings=Settings(timeout_s=0.4, row_cap=3))
+    assert environment.catalog.tables  # read the schema before the tests shrink nothing but the statements
+    yield environment
+    environment.db.close()
+
+
+# -- list_tables ------------------------------------------------------------------------------------------
+
+
+def test_list_tables_names_kinds_and_row_estimates(env: Environment) -> None:
+    listing = env.list_tables()
+    tables = {t.name: t for t in listing.tables}
+    assert set(tables) == {"absence_records", "department_headcount", "departments", "employees", "notes"}
+    assert tables["department_headcount"].kind == "view"
+    assert tables["employees"].kind == "table"
+    estimates = {name: tables[name].row_estimate for name in ("departments", "employees", "absence_records", "notes")}
+    assert estimates == {"departments": 5, "employees": 24, "absence_records": 60, "notes": 8}
+    assert listing.cut is None
+    assert listing.groups == []
+
+
+def test_list_tables_join_keys(env: Environment) -> None:
+    tables = {t.name: t for t in env.list_tables().tables}
+    assert tables["employees"].join_keys == ["department -> departments.dept_code"]
+    assert tables["absence_records"].join_keys == ["employee_id -> employees.employee_id"]
+    assert tables["departments"].join_keys == []
+
+
+def test_list_sources(env: Environment) -> None:
+    (source,) = env.list_sources()
+    assert source.tables == 5
+    assert source.dialect == env.dialect
+
+
+# -- describe_table ---------------------------------------------------------------------------------------
+
+
+def test_describe_table_types_and_keys(env: Environment) -> None:
+    described = env.describe_table("employees")
+    columns = {c.name: c for c in described.columns}
+    assert list(columns) == ["employee_id", "full_name", "department", "hire_date", "manager_id"]
+    assert "INT" in columns["employee_id"].type.upper()
+    assert "DATE" in columns["hire_date"].type.upper()
+    assert any(t in columns["full_name"].type.upper() for t in ("CHAR", "TEXT"))
+    assert columns["employee_id"].key == "PK"
+    assert columns["department"].key == "FK -> departments.dept_code"
+    assert columns["full_name"].nullable is False
+    assert described.row_estimate == 24
+    assert described.sampled_rows == 24
+
+
+def test_describe_table_foreign_keys_both_directions(env: Environment) -> None:
+    employees = env.describe_table("employees")
+    assert employees.references == ["department -> departments.dept_code"]
+    assert employees.referenced_by == ["absence_records.employee_id -> employee_id"]
+    departments = env.describe_table("departments")
+    assert departments.references == []
+    assert departments.referenced_by == ["employees.department -> dept_code"]
+
+
+def test_describe_table_null_share(env: Environment) -> None:
+    employees = {c.name: c for c in env.describe_table("employees").columns}
+    assert employees["manager_id"].null_share == pytest.approx(3 / 24, abs=0.001)
+    assert employees["full_name"].null_share == 0
+    notes = {c.name: c for c in env.describe_table("notes").columns}
+    assert notes["tag"].null_share == pytest.approx(0.25)
+    assert notes["archived_at"].null_share == 1.0
+    assert notes["archived_at"].samples == []
+
+
+def test_describe_table_samples_are_real_values(env: Environment) -> None:
+    columns = {c.name: c for c in env.describe_table("employees").columns}
+    assert set(columns["department"].samples) == {"D017", "D042", "D063", "D100", "D205"}
+    names = {name for _, name, *_ in EMPLOYEES}
+    assert columns["full_name"].samples
+    assert set(columns["full_name"].samples) <= names
+    assert all(isinstance(s, str) and s[:4].isdigit() for s in columns["hire_date"].samples)
+
+
+def test_describe_table_cuts_long_strings(env: Environment) -> None:
+    body = next(c for c in env.describe_table("notes").columns if c.name == "body")
+    long = [s for s in body.samples if s.startswith("Quarterly review")]
+    assert long == [LONG_BODY[: env.settings.value_chars - 1] + "…"]
+    assert all(len(s) <= env.settings.value_chars for s in body.samples)
+
+
+def test_describe_view(env: Environment) -> None:
+    view = env.describe_table("department_headcount")
+    assert view.kind == "view"
+    assert [c.name for c in view.columns] == ["dept_code", "dept_name", "headcount"]
+    headcount = next(c for c in view.columns if c.name == "headcount")
+    assert set(headcount.samples) == {4, 5}
+
+
+# -- get_distinct_values ----------------------------------------------------------------------------------
+
+
+def test_distinct_values_with_counts(env: Environment) -> None:
+    result = env.get_distinct_values("employees", "department")
+    assert {v.value: v.count for v in result.values} == {"D017": 5, "D042": 5, "D063": 5, "D100": 5, "D205": 4}
+    assert result.values[-1].value == "D205"
+    assert result.cut is None
+
+
+def test_distinct_values_limit_says_cut(env: Environment) -> None:
+    result = env.get_distinct_values("employees", "department", limit=2)
+    assert len(result.values) == 2
+    assert result.cut is not None and result.cut.startswith("cut:")
+
+
+def test_distinct_values_search_ranks_substring_above_fuzzy(env: Environment) -> None:
+    result = env.get_distinct_values("departments", "dept_name", search="operations")
+    top = [v.value for v in result.values[:3]]
+    assert set(top) == OPERATIONS
+    assert all(v.score == 100 for v in result.values[:3])
+    assert all((v.score or 0) < 100 for v in result.values[3:])
+
+
+def test_distinct_values_search_finds_misspellings(env: Environment) -> None:
+    result = env.get_distinct_values("departments", "dept_name", search="Operatons")
+    assert {v.value for v in result.values} >= OPERATIONS
+    assert all((v.score or 0) < 100 for v in result.values)
+
+
+@pytest.mark.parametrize(
+    ("search", "literal"),
+    [("50%", "discount 50%"), ("a_b", "a_b"), ("o'brien", 'O\'Brien said "hello"; -- not a comment')],
+)
+def test_distinct_values_search_is_literal(env: Environment, search: str, literal: str) -> None:
+    """`%`, `_` and quotes in the search text are characters, not patterns or SQL."""
+    result = env.get_distinct_values("notes", "body", search=search)
+    assert [v.value for v in result.values if v.score == 100] == [literal]
+
+
+def test_distinct_values_search_unicode(env: Environment) -> None:
+    result = env.get_distinct_values("notes", "body", search="zürich café")
+    assert result.values[0].value == "Zürich café – naïve 日本語"
+
+
+def test_distinct_values_no_match_says_so(env: Environment) -> None:
+    result = env.get_distinct_values("departments", "dept_name", search="qqqzzxx")
+    assert result.values == []
+    assert result.note is not None and "do not filter on a guess" in result.note
+
+
+# -- find_rows ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("percent_bug")
+def test_find_rows_across_tables(env: Environment) -> None:
+    found = env.find_rows("operations")
+    by_table = {m.table: m for m in found.matches}
+    assert set(by_table) == {"departments", "notes"}
+    departments = by_table["departments"]
+    assert departments.matched_columns == ["dept_name"]
+    assert {row[1] for row in departments.rows} == OPERATIONS
+    assert by_table["notes"].rows[0][1] == "Field Operations kickoff"
+    assert found.searched_tables == 4
+
+
+@pytest.mark.usefixtures("percent_bug")
+def test_find_rows_table_filter_and_limit(env: Environment) -> None:
+    found = env.find_rows("operations", table="notes")
+    assert [m.table for m in found.matches] == ["notes"]
+    assert found.searched_tables == 1
+    limited = env.find_rows("d0", table="employees", limit=3)
+    assert len(limited.matches[0].rows) == 3
+
+
+@pytest.mark.usefixtures("percent_bug")
+def test_find_rows_columns_filter(env: Environment) -> None:
+    found = env.find_rows("review", table="notes", columns=["tag"])
+    assert [row[0] for row in found.matches[0].rows] == [1]
+    assert found.matches[0].matched_columns == ["tag"]
+
+
+@pytest.mark.parametrize(
+    ("term", "note_id"),
+    [("50%", 2), ("A_B", 4), ('o\'brien said "hello"', 6), ("ZÜRICH", 7), ("日本語", 7)],
+)
+@pytest.mark.usefixtures("percent_bug")
+def test_find_rows_terms_are_literal(env: Environment, term: str, note_id: int) -> None:
+    found = env.find_rows(term, table="notes")
+    assert [row[0] for m in found.matches for row in m.rows] == [note_id]
+
+
+@pytest.mark.usefixtures("percent_bug")
+def test_find_rows_no_match(env: Environment) -> None:
+    found = env.find_rows("qqqzzxx")
+    assert found.matches == []
+
+
+# -- execute_sql / explain_sql ----------------------------------------------------------------------------
+
+
+def test_execute_sql_rows(env: Environment) -> None:
+    out = env.execute_sql("SELECT dept_code, dept_name FROM departments ORDER BY dept_code")
+    assert out.columns == ["dept_code", "dept_name"]
+    assert out.rows[0] == ["D017", "IT Operations"]
+    assert out.row_count == 5
+    assert out.truncated is False
+    assert out.sql_executed.upper().startswith("SELECT")
+
+
+def test_execute_sql_grounded_join(env: Environment) -> None:
+    out = env.execute_sql(
+        "SELECT COUNT(DISTINCT a.employee_id) AS absent, COUNT(*) AS records FROM absence_records AS a "
+        "JOIN employees AS e ON a.employee_id = e.employee_id WHERE e.department = 'D042' "
+        "AND a.absence_date >= '2025-10-01' AND a.absence_date < '2025-11-01'"
+    )
+    assert out.columns == ["absent", "records"]
+    assert [int(v) for v in out.rows[0]] == [2, 5]
+
+
+@pytest.mark.usefixtures("percent_bug")
+def test_execute_sql_percent_and_quotes_in_literals(env: Environment) -> None:
+    out = env.execute_sql("SELECT note_id FROM notes WHERE body LIKE '%50!%%' ESCAPE '!' OR body = 'O''Brien'")
+    assert out.rows == [[2]]
+
+
+def test_execute_sql_limit_sets_truncated(env: Environment) -> None:
+    out = env.execute_sql("SELECT employee_id FROM employees ORDER BY employee_id", limit=4)
+    assert out.rows == [[1], [2], [3], [4]]
+    assert out.truncated is True
+
+
+def test_execute_sql_row_cap(fast_env: Environment) -> None:
+    out = fast_env.execute_sql("SELECT employee_id FROM employees ORDER BY employee_id", limit=50)
+    assert out.row_count == 3
+    assert out.truncated is True
+
+
+def test_execute_sql_dates_and_nulls(env: Environment) -> None:
+    out = env.execute_sql("SELECT hire_date, manager_id FROM employees WHERE employee_id = 1")
+    assert out.rows == [["2020-02-02", None]]
+
+
+def test_explain_sql(env: Environment) -> None:
+    plan = env.explain_sql("SELECT * FROM absence_records WHERE employee_id = 7")
+    assert plan.plan
+    assert all(isinstance(line, str) for line in plan.plan)
+    assert "absence_records" in plan.sql_executed
+
+
+# -- errors an agent can fix --------------------------------------------------------------------------------
+
+
+def test_unknown_table_did_you_mean(env: Environment) -> None:
+    with pytest.raises(UnknownTable) as raised:
+        env.execute_sql("SELECT * FROM employee")
+    assert "Did you mean `employees`" in str(raised.value)
+    with pytest.raises(UnknownTable) as raised:
+        env.describe_table("departmnts")
+    assert "Did you mean `departments`" in str(raised.value)
+
+
+def test_unknown_column_hint(env: Environment) -> None:
+    with pytest.raises(UnknownColumn) as raised:
+        env.execute_sql("SELECT e.full_nam FROM employees AS e")
+    assert "`full_name`" in (raised.value.hint or "")
+    with pytest.raises(UnknownColumn) as raised:
+        env.get_distinct_values("employees", "departmnt")
+    assert "`department`" in (raised.value.hint or "")
+
+
+def test_syntax_error_has_position(env: Environment) -> None:
+    with pytest.raises(SQLSyntaxError) as raised:
+        env.execute_sql("SELECT * FROM employees WHERE")
+    assert raised.value.line == 1
+    assert raised.value.column is not None
+
+
+def test_timeout(fast_env: Environment, engine: str) -> None:
+    with pytest.raises(QueryTimeout) as raised:
+        fast_env.execute_sql(SLOW_SQL.get(engine, RECURSIVE))
+    assert raised.value.hint
+    # The session is usable again after a stopped statement.
+    assert fast_env.execute_sql("SELECT COUNT(*) FROM departments").rows == [[5]]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM notes",
+        "UPDATE notes SET tag = 'x'",
+        "INSERT INTO notes (note_id) VALUES (99)",
+        "DROP TABLE notes",
+        "SELECT 1; DELETE FROM notes",
+        "WITH d AS (DELETE FROM notes RETURNING *) SELECT * FROM d",
+        "SELECT * FROM notes FOR UPDATE",
+    ],
+)
+def test_writes_are_rejected(env: Environment, sql: str) -> None:
+    with pytest.raises(RejectedSQL) as raised:
+        env.execute_sql(sql)
+    assert raised.value.message
+    with pytest.raises(RejectedSQL):
+        env.explain_sql(sql)
+    assert env.execute_sql("SELECT COUNT(*) FROM notes").rows == [[8]]
+
+
+# -- table groups (SQLite) ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Environment]:
+    path: Path = tmp_path_factory.mktemp("groups") / "ga.sqlite"
+    with closing(sqlite3.connect(path)) as conn:
+        for day in range(1, 6):
+            conn.execute(f"CREATE TABLE ga_sessions_2017080{day} (visit_id INTEGER, channel TEXT, hits INTEGER)")
+            conn.execute(f"INSERT INTO ga_sessions_2017080{day} VALUES ({day}, 'organic', {day * 3})")
+        conn.execute("CREATE TABLE ga_sessions_20170806 (visit_id INTEGER, other TEXT)")
+        conn.execute("CREATE TABLE visitors (visit_id INTEGER PRIMARY KEY, country TEXT)")
+        conn.commit()
+    environment = Environment.open(path)
+    yield environment
+    environment.db.close()
+
+
+def test_list_tables_shows_a_group_once(sharded: Environment) -> None:
+    listing = sharded.list_tables()
+    (group,) = listing.groups
+    assert group.pattern == "ga_sessions_*"
+    assert group.count == 5
+    assert (group.first, group.last) == ("ga_sessions_20170801", "ga_sessions_20170805")
+    assert group.columns == 3
+    names = [t.name for t in listing.tables]
+    # The first member stands for the group; the odd-shaped table is listed on its own.
+    assert names == ["ga_sessions_20170801", "ga_sessions_20170806", "visitors"]
+    assert sharded.execute_sql("SELECT hits FROM ga_sessions_20170804").rows == [[12]]
+
+
+def test_group_tables_needs_same_columns_and_three_members() -> None:
+    def table(name: str, *columns: str) -> Table:
+        return Table(name=name, columns=[Column(c, "TEXT") for c in columns])
+
+    tables = [
+        table("events_2020_01", "id", "kind"),
+        table("events_2020_02", "id", "kind"),
+        table("events_2020_03", "ID", "Kind"),
+        table("events_2020_04", "id", "other"),
+        table("log1", "a"),
+        table("log2", "a"),
+        table("orders", "id"),
+    ]
+    (group,) = group_tables(tables)
+    assert group.pattern == "events_*"
+    assert group.tables == ["events_2020_01", "events_2020_02", "events_2020_03"]
