@@ -13,7 +13,7 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from sophrosyne.catalog import Catalog
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.text import STOPWORDS, normalize, split_identifier, word_tokens
+from sophrosyne.index.text import QUERY_NOISE, STOPWORDS, normalize, split_identifier, tokenize, word_tokens
 from sophrosyne.index.values import ValueIndex, normalize_value
 
 TIERS = ("high", "medium")
@@ -61,8 +61,11 @@ class DirectiveSettings:
     min_tables: int = 2  # abstain on schemas this small or smaller
     max_bridge_hops: int = 3
     rrf_k: int = 5
-    unit_depth: int = 3  # tables per retrieval unit that earn a score
     values: bool = True
+    keep_best: bool = True  # never flag the best-scoring table
+    explained_threshold: float = 0.0  # higher threshold used when the kept tables hold every schema word
+    weights: tuple[tuple[str, float], ...] = ()  # empty: DEFAULT_WEIGHTS
+    question_weights: tuple[tuple[str, float], ...] = ()  # without knowledge; empty: QUESTION_WEIGHTS
 
 
 # -- gold tables and the oracle -------------------------------------------------------------------------
@@ -99,6 +102,9 @@ class Lexicon:
     columns: dict[str, list[tuple[str, str]]]  # normalised column name -> (table, column)
     raw_columns: dict[str, list[tuple[str, str]]]  # lower-cased column name -> (table, column)
     graph: dict[str, set[str]]
+    value_words: dict[str, set[str]]  # word of a value description -> tables
+    name_words: set[str]  # stemmed words of table and column names
+    table_words: dict[str, set[str]]  # table -> stemmed words of its name and column names
 
 
 _LEXICONS: dict[tuple[object, ...], Lexicon] = {}
@@ -114,6 +120,7 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
     raw: dict[str, list[tuple[str, str]]] = {}
     graph: dict[str, set[str]] = {t: set() for t in catalog.tables}
     table_phrases: dict[str, list[str]] = {}
+    value_words: dict[str, set[str]] = {}
     for table in catalog.tables.values():
         phrases = {normalize(table.name)}
         table_phrases[table.name] = sorted(p for p in phrases if p)
@@ -121,6 +128,8 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
             for spelling in {normalize(column.name), normalize(column.readable_name)} - {""}:
                 columns.setdefault(spelling, []).append((table.name, column.name))
             raw.setdefault(column.name.lower(), []).append((table.name, column.name))
+            for word in set(tokenize(column.value_description)):
+                value_words.setdefault(word, set()).add(table.name)
         for fk in table.foreign_keys:
             ref = catalog.table(fk.ref_table)
             if ref is not None and ref.name != table.name:
@@ -133,7 +142,12 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
                 for b, _ in holders:
                     if a != b:
                         graph[a].add(b)
-    lexicon = Lexicon(list(catalog.tables), table_phrases, columns, raw, graph)
+    table_words = {
+        t.name: {w for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)] for w in tokenize(n)}
+        for t in catalog.tables.values()
+    }
+    name_words = set().union(*table_words.values()) if table_words else set()
+    lexicon = Lexicon(list(catalog.tables), table_phrases, columns, raw, graph, value_words, name_words, table_words)
     if len(_LEXICONS) > 256:
         _LEXICONS.clear()
     _LEXICONS[key] = lexicon
@@ -196,7 +210,7 @@ def question_units(question: str) -> list[str]:
     units = [question]
     run: list[str] = []
     for word in [*word_tokens(question), "the"]:
-        if word in STOPWORDS:
+        if word in STOPWORDS or word in QUERY_NOISE:
             if run:
                 units.append(" ".join(run))
             run = []
@@ -207,15 +221,124 @@ def question_units(question: str) -> list[str]:
 
 # -- scoring tables -------------------------------------------------------------------------------------
 
+FEATURES = (
+    "anchor",  # the evidence writes one of its columns (code-like: backticks, `x = v`, f(x), snake_case)
+    "anchor_shared",  # ... a column several tables have (1 / number of holders)
+    "anchor_resolved",  # ... shared, and another holder is anchored on its own
+    "evidence_word",  # a plain word of the evidence is the name of one of its columns
+    "evidence_word_shared",  # ... of a column several tables have (1 / number of holders)
+    "table_named",  # its name is written in the question or evidence
+    "column_phrase",  # a multi-word column name (or readable name) of it is written out
+    "column_phrase_shared",
+    "value",  # a quoted literal is one of its values (value index) or in a value description
+    "value_shared",
+    "value_mention",  # a run of question words is one of its values (value index), 1 / number of holders
+    "value_desc_word",  # a question word appears in the value description of one of its columns
+    "ret_evidence",  # best fused retrieval score of its columns over the evidence clauses (relative to top)
+    "ret_evidence_top",  # it is the top table for some evidence clause
+    "ret_question",  # fused retrieval score for the whole question
+    "ret_question_top",  # it is the top table for the whole question
+    "ret_phrase",  # best fused retrieval score over the question's content-word runs
+    "ret_phrase_top",  # share of runs for which it is the top table
+    "dense",  # best cosine similarity of its columns to any unit
+    "neighbor",  # joins (FK) a table that is anchored or named
+    "rank_question",  # 1 / its rank among the tables by `ret_question`
+    "rank_phrase",  # 1 / its rank among the tables by `ret_phrase`
+    "others_anchored",  # another table is anchored or named, so the knowledge may already cover the question
+    "coverage",  # share of the question's content words that are words of table or column names
+    "coverage_gap",  # coverage x (1 - rank_question): a well-covered question that does not point here
+    "own_cover",  # share of the question's content words that are words of its own name or column names
+    "only_cover",  # ... that no other table has
+    "others_cover",  # ... that other tables have
+    "small_schema",  # 1 / number of tables
+    "no_evidence",  # the question comes without knowledge entries
+)
+
+# Fitted by `python -m sophrosyne.bench.tune` on the 6 tuning databases of BIRD dev only.
+DEFAULT_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("bias", -2.688),
+    ("anchor", 2.145),
+    ("anchor_shared", 1.019),
+    ("anchor_resolved", -0.094),
+    ("evidence_word", 0.488),
+    ("evidence_word_shared", 0.974),
+    ("table_named", 1.793),
+    ("column_phrase", 1.941),
+    ("column_phrase_shared", -0.078),
+    ("value", 0.991),
+    ("value_shared", 0.232),
+    ("value_mention", 1.000),
+    ("value_desc_word", -0.036),
+    ("ret_evidence", -0.207),
+    ("ret_evidence_top", 0.562),
+    ("ret_question", 1.161),
+    ("ret_question_top", 0.135),
+    ("ret_phrase", 1.475),
+    ("ret_phrase_top", 1.466),
+    ("dense", 0.306),
+    ("neighbor", 0.035),
+    ("rank_question", 0.680),
+    ("rank_phrase", 0.224),
+    ("others_anchored", -0.396),
+    ("coverage", 0.072),
+    ("coverage_gap", -0.997),
+    ("own_cover", -0.308),
+    ("only_cover", 0.904),
+    ("others_cover", -0.735),
+    ("small_schema", 0.325),
+    ("no_evidence", 0.998),
+)
+
+# Fitted the same way on the same questions with their knowledge entries removed.
+QUESTION_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("bias", -2.684),
+    ("anchor", 0.450),
+    ("anchor_shared", 0.028),
+    ("anchor_resolved", 0.038),
+    ("evidence_word", 0.000),
+    ("evidence_word_shared", 0.000),
+    ("table_named", 1.761),
+    ("column_phrase", 2.362),
+    ("column_phrase_shared", -0.105),
+    ("value", 1.266),
+    ("value_shared", 0.086),
+    ("value_mention", 1.266),
+    ("value_desc_word", -0.180),
+    ("ret_evidence", 0.000),
+    ("ret_evidence_top", 0.000),
+    ("ret_question", 1.904),
+    ("ret_question_top", 0.175),
+    ("ret_phrase", 1.578),
+    ("ret_phrase_top", 1.554),
+    ("dense", -0.078),
+    ("neighbor", -0.101),
+    ("rank_question", 0.651),
+    ("rank_phrase", 0.919),
+    ("others_anchored", -0.429),
+    ("coverage", 0.264),
+    ("coverage_gap", -0.612),
+    ("own_cover", 0.412),
+    ("only_cover", 1.497),
+    ("others_cover", -1.410),
+    ("small_schema", 0.182),
+    ("no_evidence", -0.000),
+)
+
 
 @dataclass
 class _Evidence:
-    score: float = 0.0
-    reason: str = ""
+    """What points at one table: feature values and the most telling reason."""
 
-    def offer(self, score: float, reason: str) -> None:
-        if score > self.score:
-            self.score, self.reason = score, reason
+    features: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+    reason_strength: float = 0.0
+    score: float = 0.0
+
+    def note(self, feature: str, value: float, reason: str = "", strength: float = 0.0) -> None:
+        if value > self.features.get(feature, 0.0):
+            self.features[feature] = value
+        if reason and strength > self.reason_strength:
+            self.reason, self.reason_strength = reason, strength
 
 
 def _phrase_in(phrase: str, text: str) -> bool:
@@ -226,7 +349,7 @@ def _name_signals(question: str, evidence: str, lexicon: Lexicon, board: dict[st
     """Exact names: columns written in the evidence, table and column names in the text."""
     strong, weak = infer_identifiers(evidence)
     strong += [i for i in infer_identifiers(question)[0] if "_" in i or "." in i]
-    anchored: list[list[str]] = []
+    anchored: list[tuple[str, list[str]]] = []
     for ident in strong:
         table_part, _, column_part = ident.rpartition(".")
         holders = [t for t, _ in lexicon.raw_columns.get(column_part.lower(), [])]
@@ -236,28 +359,36 @@ def _name_signals(question: str, evidence: str, lexicon: Lexicon, board: dict[st
             qualified = [t for t in holders if t.lower() == table_part.lower()]
             holders = qualified or holders
         if holders:
-            anchored.append(sorted(set(holders)))
+            anchored.append((ident, sorted(set(holders))))
+    for ident, holders in anchored:
+        if len(holders) == 1:
+            board[holders[0]].note("anchor", 1.0, f"the knowledge names its column `{ident}`", 1.0)
+    for ident, holders in anchored:
+        if len(holders) > 1:
+            resolved = any(board[t].features.get("anchor") for t in holders)
+            for t in holders:
+                board[t].note(
+                    "anchor_resolved" if resolved else "anchor_shared",
+                    1.0 / len(holders),
+                    f"the knowledge names `{ident}`, a column it shares",
+                    0.5,
+                )
     for ident in weak:
         holders = sorted({t for t, _ in lexicon.raw_columns.get(ident.lower(), [])})
         if len(holders) == 1:
-            board[holders[0]].offer(0.75, f"evidence names its column `{ident}`")
-    for holders in anchored:
-        if len(holders) == 1:
-            board[holders[0]].offer(1.0, "evidence names one of its columns")
-    for holders in anchored:
-        if len(holders) > 1:
-            resolved = any(board[t].score >= 0.9 for t in holders)
-            for t in holders:
-                board[t].offer(0.3 if resolved else 0.65, "evidence names a column it shares with other tables")
+            board[holders[0]].note("evidence_word", 1.0, f"the knowledge says `{ident}`", 0.4)
+        for t in holders if len(holders) > 1 else []:
+            board[t].note("evidence_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`", 0.3)
     text = f" {normalize(question + ' ' + evidence)} "
     for table, phrases in lexicon.table_phrases.items():
         if any(_phrase_in(p, text) for p in phrases):
-            board[table].offer(0.9, "the question names it")
+            board[table].note("table_named", 1.0, "the question names it", 0.9)
     for phrase, named in lexicon.columns.items():
         if " " in phrase and _phrase_in(phrase, text):
             tables = {t for t, _ in named}
+            feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
             for t in tables:
-                board[t].offer(0.8 if len(tables) == 1 else 0.55, f"the question names its column `{named[0][1]}`")
+                board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`", 0.8)
 
 
 def _value_signals(
@@ -275,49 +406,73 @@ def _value_signals(
                 t.name for t in catalog.tables.values() for c in t.columns if needle in c.value_description.lower()
             }
         for t in holders:
-            board[t].offer(0.85 if len(holders) == 1 else 0.5, f"holds the value '{literal}'")
+            board[t].note("value" if len(holders) == 1 else "value_shared", 1.0, f"holds the value '{literal}'", 0.85)
+    words = [w for w in word_tokens(question)]
+    if values is not None:
+        for size in (3, 2, 1):
+            for start in range(len(words) - size + 1):
+                gram = words[start : start + size]
+                if gram[0] in STOPWORDS or gram[-1] in STOPWORDS or len("".join(gram)) < 3:
+                    continue
+                found = {t for t, _ in values.lookup(" ".join(gram)) if t in board}
+                for t in found:
+                    board[t].note("value_mention", 1.0 / len(found), f"holds the value '{' '.join(gram)}'", 0.7)
 
 
 def _retrieval_signals(
-    units: list[tuple[str, float]],
+    evidence_units: list[str],
+    question_units: list[str],
     index: SchemaIndex,
-    lexicon: Lexicon,
     settings: DirectiveSettings,
     board: dict[str, _Evidence],
 ) -> None:
-    """Hybrid retrieval per unit: a table earns the fused rank score of its best column, relative to the top."""
+    """Hybrid retrieval per unit: a table earns the fused (RRF) score of its best column, relative to the best."""
+    units = evidence_units + question_units
     if not units or not index.docs:
         return
     visible = np.array([d.table in board for d in index.docs])
     if not visible.any():
         return
-    texts = [u for u, _ in units]
-    dense = index.vectors.all_scores(index.embed(texts))
+    dense = index.vectors.all_scores(index.embed(units))
+    dense[:, ~visible] = -1.0
     k = settings.rrf_k
     top = 2.0 / (k + 1)
     table_of = [d.table for d in index.docs]
-    for row, (text, weight) in enumerate(units):
+    runs = max(1, len(question_units) - 1)
+    for row, text in enumerate(units):
         lexical = index.bm25_scores(text)
+        lexical[~visible] = 0.0
         fused = np.zeros(len(index.docs), np.float32)
-        lex_order = [i for i in np.argsort(-lexical) if visible[i] and lexical[i] > 0]
-        for rank, i in enumerate(lex_order[:50], start=1):
-            fused[i] += 1.0 / (k + rank)
-        dense_order = [i for i in np.argsort(-dense[row]) if visible[i]]
-        for rank, i in enumerate(dense_order[:50], start=1):
-            fused[i] += 1.0 / (k + rank)
+        lex_order = np.argsort(-lexical)[:50]
+        ranks = np.arange(1, len(lex_order) + 1)
+        fused[lex_order] += np.where(lexical[lex_order] > 0, 1.0 / (k + ranks), 0.0)
+        dense_order = np.argsort(-dense[row])[:50]
+        fused[dense_order] += 1.0 / (k + np.arange(1, len(dense_order) + 1))
         best: dict[str, tuple[float, int]] = {}
         for i in np.argsort(-fused)[:200]:
             if fused[i] <= 0:
                 break
-            table = table_of[i]
-            if table not in best:
-                best[table] = (float(fused[i]), int(i))
+            if table_of[i] not in best:
+                best[table_of[i]] = (float(fused[i]), int(i))
+        is_evidence = row < len(evidence_units)
+        is_question = row == len(evidence_units)
         for rank, (table, (score, doc)) in enumerate(best.items(), start=1):
-            if rank > settings.unit_depth:
-                break
-            strength = weight * score / top
-            column = index.docs[doc].column
-            board[table].offer(strength, f"its column `{column}` matches \u201c{text[:40]}\u201d")
+            relative = score / top
+            entry = board[table]
+            entry.note("dense", float(dense[row, doc]))
+            reason = f"its column `{index.docs[doc].column}` matches \u201c{text[:40]}\u201d"
+            if is_evidence:
+                entry.note("ret_evidence", relative, reason, 0.6 * relative)
+                if rank == 1:
+                    entry.note("ret_evidence_top", 1.0)
+            elif is_question:
+                entry.note("ret_question", relative, reason, 0.5 * relative)
+                if rank == 1:
+                    entry.note("ret_question_top", 1.0)
+            else:
+                entry.note("ret_phrase", relative, reason, 0.5 * relative)
+                if rank == 1:
+                    entry.features["ret_phrase_top"] = entry.features.get("ret_phrase_top", 0.0) + 1.0 / runs
 
 
 def _bridges(relevant: set[str], lexicon: Lexicon, max_hops: int) -> dict[str, tuple[str, str]]:
@@ -357,11 +512,12 @@ def _bridges(relevant: set[str], lexicon: Lexicon, max_hops: int) -> dict[str, t
 
 @dataclass
 class TableScores:
-    """Per-table relevance evidence for one question (0 = nothing points to it, 1 = named outright)."""
+    """Per-table relevance for one question: features, a score in [0, 1], and the most telling reason."""
 
     board: dict[str, _Evidence]
     lexicon: Lexicon
     abstain_note: str = ""
+    schema_words: set[str] = field(default_factory=set)  # words of the question that are schema name words
 
     @property
     def scores(self) -> dict[str, float]:
@@ -384,38 +540,87 @@ def score_tables(
     if len(board) <= settings.min_tables:
         return TableScores(board, lexicon, "the database has too few tables")
     _name_signals(question, evidence, lexicon, board)
+    for word in set(tokenize(question)):
+        if len(word) >= 3:
+            for t in lexicon.value_words.get(word, ()):
+                if t in board:
+                    board[t].note("value_desc_word", 1.0)
     if settings.values:
         _value_signals(question, evidence, catalog, value_index, board)
-    units = [(u, 1.0) for u in evidence_units(evidence)]
-    units += [(u, 0.85 if i == 0 else 0.75) for i, u in enumerate(question_units(question))]
-    _retrieval_signals(units, index, lexicon, settings, board)
-    return TableScores(board, lexicon)
+    _retrieval_signals(evidence_units(evidence), question_units(question), index, settings, board)
+    named = {t for t, e in board.items() if e.features.get("anchor") or e.features.get("table_named")}
+    if evidence.strip():
+        weights = dict(settings.weights or DEFAULT_WEIGHTS)
+    else:
+        weights = dict(settings.question_weights or QUESTION_WEIGHTS)
+    for feature, rank_feature in (("ret_question", "rank_question"), ("ret_phrase", "rank_phrase")):
+        ordered = sorted(board, key=lambda t: -board[t].features.get(feature, 0.0))
+        for rank, table in enumerate(ordered, start=1):
+            if board[table].features.get(feature, 0.0) > 0:
+                board[table].features[rank_feature] = 1.0 / rank
+    content = tokenize(question)
+    coverage = sum(w in lexicon.name_words for w in content) / len(content) if content else 0.0
+    content_set = set(content)
+    word_holders = {w: {t for t in board if w in lexicon.table_words.get(t, ())} for w in content_set}
+    for table, entry in board.items():
+        if content_set:
+            own = {w for w in content_set if table in word_holders[w]}
+            only = {w for w in own if len(word_holders[w]) == 1}
+            others = {w for w in content_set if word_holders[w] - {table}}
+            entry.features["own_cover"] = len(own) / len(content_set)
+            entry.features["only_cover"] = len(only) / len(content_set)
+            entry.features["others_cover"] = len(others) / len(content_set)
+        entry.features["coverage"] = coverage
+        entry.features["coverage_gap"] = coverage * (1.0 - entry.features.get("rank_question", 0.0))
+        if lexicon.graph.get(table, set()) & named:
+            entry.features["neighbor"] = 1.0
+        if named - {table}:
+            entry.features["others_anchored"] = 1.0
+        entry.features["small_schema"] = 1.0 / len(board)
+        entry.features["no_evidence"] = 0.0 if evidence.strip() else 1.0
+        logit = weights.get("bias", 0.0) + sum(weights.get(f, 0.0) * v for f, v in entry.features.items())
+        entry.score = float(1.0 / (1.0 + np.exp(-logit)))
+    words = set(tokenize(question + " " + evidence)) & lexicon.name_words
+    return TableScores(board, lexicon, schema_words=words)
+
+
+def _keep(scores: dict[str, float], scored: TableScores, threshold: float, settings: DirectiveSettings) -> set[str]:
+    relevant = {t for t, s in scores.items() if s >= threshold}
+    if relevant and settings.keep_best:
+        relevant.add(max(scores, key=lambda t: scores[t]))
+    if relevant:
+        relevant |= set(_bridges(relevant, scored.lexicon, settings.max_bridge_hops))
+    return relevant
 
 
 def decide_directives(scored: TableScores, settings: DirectiveSettings | None = None) -> Directives:
     """Keep tables scoring at least the threshold, close them over join paths, flag the rest."""
     settings = settings or DirectiveSettings()
-    board = {t: _Evidence(e.score, e.reason) for t, e in scored.board.items()}
-    tables = list(board)
-    scores = {t: e.score for t, e in board.items()}
+    tables = list(scored.board)
+    scores = {t: e.score for t, e in scored.board.items()}
+    reasons = {t: e.reason for t, e in scored.board.items()}
     if scored.abstain_note:
         return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
-    relevant = {t for t, s in scores.items() if s >= settings.threshold}
+    relevant = _keep(scores, scored, settings.threshold, settings)
+    if settings.explained_threshold > settings.threshold:
+        # When the confidently relevant tables already hold every schema word of the question, the
+        # less likely ones can be flagged at a higher threshold.
+        confident = _keep(scores, scored, settings.explained_threshold, settings)
+        covered = set().union(*(scored.lexicon.table_words.get(t, set()) for t in confident))
+        if confident and scored.schema_words <= covered:
+            relevant = confident
     if not relevant:
         note = "nothing in the question matches the schema"
         return Directives(relevant=tables, abstained=True, note=note, scores=scores)
-    for bridge, (a, b) in _bridges(relevant, scored.lexicon, settings.max_bridge_hops).items():
-        board[bridge].offer(settings.threshold, f"joins {a} and {b}")
-        relevant.add(bridge)
     flagged = []
     for table in tables:
         if table in relevant:
             continue
-        score = board[table].score
+        score = scores[table]
         tier = "high" if score < settings.high_tier else "medium"
         why = "nothing in the question or knowledge points to it"
-        if board[table].reason:
-            why = f"weak match only: {board[table].reason}"
+        if reasons[table]:
+            why = f"weak match only: {reasons[table]}"
         flagged.append(TableDirective(table, why, tier, round(1.0 - score, 3)))
     return Directives(flagged, sorted(relevant), scores=scores)
 

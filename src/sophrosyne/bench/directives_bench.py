@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from sophrosyne.index.values import ValueBudget, ValueIndex
 
 SYSTEMS = ("none", "directives", "oracle", "paper")
 TUNE_DATABASES = 6
-CURVE_THRESHOLDS = (0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9)
+CURVE_THRESHOLDS = (0.03, 0.05, 0.07, 0.09, 0.11, 0.13, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 Tick = Callable[[str, int, int], None]
 
 
@@ -87,6 +87,7 @@ def run_directives_bench(
     embedder: Embedder | None = None,
     tick: Tick | None = None,
     limit: int | None = None,
+    knowledge: bool = True,
 ) -> BenchRun:
     settings = settings or DirectiveSettings()
     embedder = embedder or default_embedder()
@@ -98,6 +99,8 @@ def run_directives_bench(
         questions = [q for q in questions if q.db_id in holdout]
     if limit is not None:
         questions = questions[:limit]
+    if not knowledge:
+        questions = [replace(q, evidence="") for q in questions]
     run = BenchRun(dataset.name, tune_databases=tune, holdout_databases=holdout)
     used = {q.db_id for q in questions}
     subset = Dataset(
@@ -142,8 +145,6 @@ def run_directives_bench(
 
 
 def _with_threshold(settings: DirectiveSettings, threshold: float) -> DirectiveSettings:
-    from dataclasses import replace
-
     return replace(settings, threshold=threshold)
 
 

@@ -19,6 +19,14 @@ STOPWORDS = frozenset(
 )
 
 
+# Words that ask for an aggregate or an order rather than name a column; they break question phrases.
+QUERY_NOISE = frozenset(
+    """average avg number count total sum highest lowest largest smallest maximum minimum max min mean
+    percentage percent ratio top bottom greater larger smaller fewer biggest descending ascending order
+    sorted sort distinct different unique every times far whole overall rate calculate state""".split()  # noqa: SIM905
+)
+
+
 def split_identifier(name: str) -> list[str]:
     """Words of an identifier: `setCode` -> [set, code]; `T1.customer_id2` -> [t, 1, customer, id, 2]."""
     spaced = _DIGITS.sub(" ", _CAMEL.sub(" ", name))
