@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from fixtures.engines import EMPLOYEES, LONG_BODY
 from sophrosyne.catalog import Column, Table, group_tables
+from sophrosyne.connection import Database, open_database
 from sophrosyne.environment import Environment
 from sophrosyne.errors import QueryTimeout, RejectedSQL, SQLSyntaxError, UnknownColumn, UnknownTable
 from sophrosyne.settings import Settings
@@ -22,6 +24,11 @@ SLOW_SQL = {
     "mariadb": "SELECT COUNT(*) FROM absence_records a, absence_records b, absence_records c, absence_records d, "
     "absence_records e, absence_records f",
 }
+SQLITE_LOWER_BUG = (
+    "SQLite's LOWER() folds ASCII only, so find_rows misses 'ÉCOLE' for 'école'; register a Unicode lower in "
+    "connection.py _file_engine's connect listener: dbapi_conn.create_function('lower', 1, lambda v: "
+    "v.lower() if isinstance(v, str) else v, deterministic=True)"
+)
 RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
 
 
@@ -164,13 +171,54 @@ def test_distinct_values_search_is_literal(env: Environment, search: str, litera
 
 def test_distinct_values_search_unicode(env: Environment) -> None:
     result = env.get_distinct_values("notes", "body", search="zürich café")
-    assert result.values[0].value == "Zürich café – naïve 日本語"
+    assert result.values[0].value == "Zürich café – naïve 日本語 – ÉCOLE"
 
 
 def test_distinct_values_no_match_says_so(env: Environment) -> None:
     result = env.get_distinct_values("departments", "dept_name", search="qqqzzxx")
     assert result.values == []
     assert result.note is not None and "do not filter on a guess" in result.note
+
+
+@pytest.fixture(scope="module")
+def large_db(target: str) -> Iterator[Database]:
+    """The same database, with two tables posing as large ones so that values are searched live."""
+    database = open_database(target, Settings(distinct_scan_rows=1000))
+    for name in ("notes", "departments"):
+        database.catalog().tables[name].row_estimate = 1_000_000
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def large_env(large_db: Database) -> Environment:
+    """A fresh environment (an empty value cache) over the large-looking tables."""
+    return Environment(large_db)
+
+
+@pytest.mark.usefixtures("percent_bug")
+@pytest.mark.parametrize(
+    ("search", "expected"),
+    [("50%", {"discount 50%"}), ("a_b", {"a_b"}), ("DISCOUNT", {"discount 50%", "discount 50 dollars"})],
+)
+def test_distinct_values_live_search_on_a_large_column(large_env: Environment, search: str, expected: set[str]) -> None:
+    result = large_env.get_distinct_values("notes", "body", search=search)
+    assert {v.value for v in result.values} == expected
+    assert all(v.score == 100 for v in result.values)
+    assert result.note is not None and "substring" in result.note
+
+
+def test_distinct_values_live_counts_then_cached_fuzzy(large_env: Environment) -> None:
+    result = large_env.get_distinct_values("departments", "dept_name")
+    assert len(result.values) == 5
+    assert result.note is not None and "counts from the first 1,000 rows" in result.note
+    # The column's values load in the background; then misspellings are found too.
+    deadline = time.monotonic() + 10
+    while large_env.values.get((large_env.db.name, "default", "departments", "dept_name")) is None:
+        assert time.monotonic() < deadline, "the values never loaded"
+        time.sleep(0.02)
+    fuzzy = large_env.get_distinct_values("departments", "dept_name", search="Operatons")
+    assert {v.value for v in fuzzy.values} >= OPERATIONS
 
 
 # -- find_rows ------------------------------------------------------------------------------------------------
@@ -212,6 +260,14 @@ def test_find_rows_columns_filter(env: Environment) -> None:
 def test_find_rows_terms_are_literal(env: Environment, term: str, note_id: int) -> None:
     found = env.find_rows(term, table="notes")
     assert [row[0] for m in found.matches for row in m.rows] == [note_id]
+
+
+@pytest.mark.usefixtures("percent_bug")
+def test_find_rows_ignores_case_beyond_ascii(env: Environment, engine: str, request: pytest.FixtureRequest) -> None:
+    if engine == "sqlite":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=SQLITE_LOWER_BUG))
+    found = env.find_rows("école", table="notes")
+    assert [row[0] for m in found.matches for row in m.rows] == [7]
 
 
 @pytest.mark.usefixtures("percent_bug")
