@@ -132,30 +132,16 @@ alpha amber azure basalt cobalt coral crimson delta ember falcon garnet harbor i
 kestrel lagoon lumen marble meadow nebula onyx opal orchid pebble quartz raven saffron sierra slate summit tundra
 umber velvet willow zenith"""
 )
-COLUMN_POOL = {
-    "created_at": "TEXT",
-    "updated_at": "TEXT",
-    "amount": "REAL",
-    "quantity": "INTEGER",
-    "status": "TEXT",
-    "code": "TEXT",
-    "label": "TEXT",
-    "notes": "TEXT",
-    "category": "TEXT",
-    "price": "REAL",
-    "total": "REAL",
-    "region": "TEXT",
-    "owner_name": "TEXT",
-    "description": "TEXT",
-    "rating": "INTEGER",
-    "is_active": "INTEGER",
-    "score": "REAL",
-    "ref_code": "TEXT",
-    "city": "TEXT",
-    "due_date": "TEXT",
-    "priority": "INTEGER",
-    "title": "TEXT",
-}
+# Column name -> type for the ordinary tables; each takes a random subset.
+COLUMN_POOL = dict(
+    pair.split(":")
+    for pair in _words(
+        """
+created_at:TEXT updated_at:TEXT amount:REAL quantity:INTEGER status:TEXT code:TEXT label:TEXT notes:TEXT
+category:TEXT price:REAL total:REAL region:TEXT owner_name:TEXT description:TEXT rating:INTEGER is_active:INTEGER
+score:REAL ref_code:TEXT city:TEXT due_date:TEXT priority:INTEGER title:TEXT"""
+    )
+)
 
 
 # -- the synthetic database ---------------------------------------------------------------------------------
@@ -177,6 +163,12 @@ class DatabaseShape:
     reused: bool = False
     ordinary_tables: list[str] = field(default_factory=list)
     text_table: str = ""
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    )
 
 
 def _cache_key(tables: int, rows: int, seed: int) -> int:
@@ -254,14 +246,7 @@ def build_database(
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute("BEGIN")
     n_cities = 2000
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    ) as progress:
+    with _progress(console) as progress:
         # Fixed tables the big one refers to.
         conn.execute("CREATE TABLE departments (id INTEGER PRIMARY KEY, code TEXT NOT NULL, name TEXT NOT NULL)")
         conn.executemany(
@@ -290,13 +275,11 @@ def build_database(
         group_size = min(30, others // 30)
         names = [f"web_sessions_2024{d // 28 + 1:02d}{d % 28 + 1:02d}" for d in range(group_size)]
         names += _table_names(others - group_size, rng)
-        group_columns = ["visited_at", "page", "duration_s", "city"]
         task = progress.add_task(f"{others} tables", total=others)
         made: list[str] = []
         for i, name in enumerate(names):
             if i < group_size:
                 columns = [("visited_at", "TEXT"), ("page", "TEXT"), ("duration_s", "INTEGER"), ("city", "TEXT")]
-                assert [c for c, _ in columns] == group_columns
             else:
                 picked = rng.sample(sorted(COLUMN_POOL), rng.randrange(2, 13))
                 columns = [(c, COLUMN_POOL[c]) for c in picked]
@@ -392,7 +375,7 @@ def _read_shape(path: Path, seed: int) -> DatabaseShape:
         )
         distinct = conn.execute(f"SELECT COUNT(DISTINCT {SEARCH_COLUMN}) FROM {BIG_TABLE}").fetchone()[0]
         count = conn.execute(f"SELECT COUNT(*) FROM {BIG_TABLE}").fetchone()[0]
-    shape = DatabaseShape(
+    return DatabaseShape(
         path=str(path),
         tables=len(names),
         rows=count,
@@ -402,7 +385,6 @@ def _read_shape(path: Path, seed: int) -> DatabaseShape:
         ordinary_tables=["departments", *picked],
         text_table=text_table,
     )
-    return shape
 
 
 # -- what is measured ---------------------------------------------------------------------------------------
@@ -481,12 +463,6 @@ def _pooled(samples: dict[str, list[float]], cases: list[Case]) -> dict[str, dic
     for case in cases:
         groups.setdefault(case.group, []).extend(samples[case.name])
     return {group: stats(values) for group, values in groups.items()}
-
-
-def _progress(console: Console) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-    )
 
 
 def _wait_threads_idle(baseline: int, timeout_s: float = 60.0) -> float:
@@ -684,6 +660,13 @@ def measure_stdio(db_path: Path, cases: list[Case], repeats: int, workdir: Path,
 # -- report -------------------------------------------------------------------------------------------------
 
 
+def _cpu_pressure() -> str | None:
+    """Linux PSI: the share of time some task waited for a CPU; above ~10% other work skews the figures."""
+    with contextlib.suppress(OSError, IndexError):
+        return Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    return None
+
+
 def machine_info() -> dict[str, Any]:
     versions = {}
     for package in ("sophrosyne", "mcp", "sqlglot", "sqlalchemy", "rapidfuzz", "rich"):
@@ -709,6 +692,7 @@ def machine_info() -> dict[str, Any]:
         "git_commit": commit,
         "src_dirty": dirty,
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+        "cpu_pressure": _cpu_pressure(),
         "cores": os.cpu_count(),
         "cpu": cpu,
         "python": platform.python_version(),
@@ -839,7 +823,10 @@ def run(
     console = console or Console(width=None if sys.stdout.isatty() else 150)
     progress_console = Console(stderr=True)
     db, out = db.resolve(), out.resolve()  # the server runs in out's folder
-    load_before = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+    load_before = {
+        "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+        "cpu_pressure": _cpu_pressure(),
+    }
     shape = build_database(db, tables=tables, rows=rows, seed=seed, rebuild=rebuild, console=progress_console)
     cases = make_cases(shape)
     in_process = measure_in_process(db, cases, repeats, progress_console)
@@ -848,7 +835,7 @@ def run(
     report = {
         "benchmark": "tool_latency",
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {**machine_info(), "load_average_before": load_before},
+        "machine": {**machine_info(), "before": load_before},
         "database": {k: v for k, v in asdict(shape).items() if k not in ("ordinary_tables", "text_table")},
         "repeats": repeats,
         "in_process": in_process,
