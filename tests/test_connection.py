@@ -172,7 +172,14 @@ def test_concurrent_runs(db: Database) -> None:
 
 def test_catalog_tables_keys_and_kinds(db: Database) -> None:
     catalog = db.catalog()
-    assert set(catalog.table_names) == {"absence_records", "department_headcount", "departments", "employees", "notes"}
+    assert set(catalog.table_names) == {
+        "Order Details",
+        "absence_records",
+        "department_headcount",
+        "departments",
+        "employees",
+        "notes",
+    }
     employees = catalog.tables["employees"]
     assert employees.primary_key == ["employee_id"]
     (fk,) = employees.foreign_keys

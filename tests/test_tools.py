@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -47,11 +48,18 @@ def fast_env(target: str) -> Iterator[Environment]:
 def test_list_tables_names_kinds_and_row_estimates(env: Environment) -> None:
     listing = env.list_tables()
     tables = {t.name: t for t in listing.tables}
-    assert set(tables) == {"absence_records", "department_headcount", "departments", "employees", "notes"}
+    assert set(tables) == {
+        "Order Details",
+        "absence_records",
+        "department_headcount",
+        "departments",
+        "employees",
+        "notes",
+    }
     assert tables["department_headcount"].kind == "view"
     assert tables["employees"].kind == "table"
-    estimates = {name: tables[name].row_estimate for name in ("departments", "employees", "absence_records", "notes")}
-    assert estimates == {"departments": 5, "employees": 24, "absence_records": 60, "notes": 8}
+    estimates = {name: t.row_estimate for name, t in tables.items() if t.kind == "table"}
+    assert estimates == {"departments": 5, "employees": 24, "absence_records": 60, "notes": 8, "Order Details": 3}
     assert listing.cut is None
     assert listing.groups == []
 
@@ -65,7 +73,7 @@ def test_list_tables_join_keys(env: Environment) -> None:
 
 def test_list_sources(env: Environment) -> None:
     (source,) = env.list_sources()
-    assert source.tables == 5
+    assert source.tables == 6
     assert source.dialect == env.dialect
 
 
@@ -233,7 +241,7 @@ def test_find_rows_across_tables(env: Environment) -> None:
     assert departments.matched_columns == ["dept_name"]
     assert {row[1] for row in departments.rows} == OPERATIONS
     assert by_table["notes"].rows[0][1] == "Field Operations kickoff"
-    assert found.searched_tables == 4
+    assert found.searched_tables == 5
 
 
 @pytest.mark.usefixtures("percent_bug")
@@ -383,6 +391,41 @@ def test_writes_are_rejected(env: Environment, sql: str) -> None:
     with pytest.raises(RejectedSQL):
         env.explain_sql(sql)
     assert env.execute_sql("SELECT COUNT(*) FROM notes").rows == [[8]]
+
+
+# -- BIRD-style names: spaces, reserved words, parentheses ----------------------------------------------------
+
+
+def quoted(engine: str, name: str) -> str:
+    return f"`{name}`" if engine == "mariadb" else f'"{name}"'
+
+
+def test_odd_names_through_every_tool(env: Environment, engine: str) -> None:
+    table = "Order Details"
+    described = env.describe_table(table)
+    assert [c.name for c in described.columns] == ["Order ID", "group", "Free Meal Count (K-12)", "Note Text"]
+    assert described.columns[0].key == "PK"
+    meals = next(c for c in described.columns if c.name == "Free Meal Count (K-12)")
+    assert meals.null_share == pytest.approx(1 / 3, abs=0.001)
+    groups = env.get_distinct_values(table, "group")
+    assert {v.value: v.count for v in groups.values} == {"alpha": 2, "beta": 1}
+    assert [v.value for v in env.get_distinct_values(table, "Free Meal Count (K-12)", search="5").values][:1] == [5]
+    q = functools.partial(quoted, engine)
+    out = env.execute_sql(
+        f"SELECT {q('Order ID')}, {q('group')} FROM {q(table)} WHERE {q('Free Meal Count (K-12)')} > 4"
+    )
+    assert out.rows == [[3, "alpha"]]
+    assert env.explain_sql(f"SELECT * FROM {q(table)}").plan
+    with pytest.raises(UnknownTable, match="Order Detail"):
+        env.execute_sql(f"SELECT * FROM {q('Order Detail')}")
+
+
+@pytest.mark.usefixtures("percent_bug")
+def test_odd_names_in_find_rows(env: Environment) -> None:
+    found = env.find_rows("hello", table="Order Details")
+    (match,) = found.matches
+    assert match.matched_columns == ["Note Text"]
+    assert match.rows == [[1, "alpha", 3, "hello world"]]
 
 
 # -- table groups (SQLite) ----------------------------------------------------------------------------------
