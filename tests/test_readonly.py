@@ -62,6 +62,16 @@ STATEMENTS = [
     "GRANT ALL ON notes TO PUBLIC",
     "LOCK TABLE notes",
     "CHECKPOINT",
+    "EXPLAIN DELETE FROM notes",
+    "EXPLAIN ANALYZE DELETE FROM notes",
+    "EXPLAIN QUERY PLAN DELETE FROM notes",
+    "SHOW TABLES",
+    "DESCRIBE notes",
+    "PREPARE p AS DELETE FROM notes",
+    "EXECUTE p",
+    "DO $$ BEGIN DELETE FROM notes; END $$",
+    "HANDLER notes OPEN",
+    "SELECT * FROM notes; COMMIT",
 ]
 HOSTILE_NAMES = [
     'notes"; DROP TABLE notes; --',

@@ -324,6 +324,14 @@ def test_execute_sql_row_cap(fast_env: Environment) -> None:
     assert out.truncated is True
 
 
+def test_execute_sql_token_budget_cut(env: Environment) -> None:
+    tight = Environment(env.db, settings=Settings(token_budget=200))
+    out = tight.execute_sql("SELECT e.full_name, n.body FROM employees AS e CROSS JOIN notes AS n")
+    assert 0 < out.row_count < 24 * 8
+    assert out.truncated is True
+    assert out.cut is not None and out.cut.startswith("cut:") and "token budget" in out.cut
+
+
 def test_execute_sql_dates_and_nulls(env: Environment) -> None:
     out = env.execute_sql("SELECT hire_date, manager_id FROM employees WHERE employee_id = 1")
     assert out.rows == [["2020-02-02", None]]
