@@ -344,6 +344,22 @@ def test_explain_sql(env: Environment) -> None:
     assert "absence_records" in plan.sql_executed
 
 
+FULL_SCAN_HINT_BUG = (
+    "environment.py explain_sql: full-scan hints only read SQLite's `SCAN t` and PostgreSQL's `Seq Scan on t`; "
+    "also match DuckDB's `Seq Scan` box (`Table: <db>.<schema>.t`) and MySQL/MariaDB's EXPLAIN row with "
+    "table = t and type = ALL"
+)
+
+
+def test_explain_sql_hints_a_full_scan_of_a_large_table(
+    large_db: Database, engine: str, request: pytest.FixtureRequest
+) -> None:
+    if engine in ("duckdb", "mariadb"):
+        request.applymarker(pytest.mark.xfail(strict=True, reason=FULL_SCAN_HINT_BUG))
+    plan = Environment(large_db).explain_sql("SELECT * FROM notes WHERE tag = 'pricing'")
+    assert any(h.startswith("full scan of notes") for h in plan.hints), plan.plan
+
+
 # -- errors an agent can fix --------------------------------------------------------------------------------
 
 
