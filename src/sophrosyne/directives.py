@@ -56,8 +56,8 @@ class Directives:
 class DirectiveSettings:
     """Knobs of the rule-based directives. One setting for every database: no per-database values."""
 
-    threshold: float = 0.5  # tables scoring below this are flagged
-    high_tier: float = 0.2  # ... and below this they are flagged with high confidence
+    threshold: float = 0.14  # tables whose fitted probability of being needed is below this are flagged
+    high_tier: float = 0.04  # ... and below this they are flagged with high confidence
     min_tables: int = 2  # abstain on schemas this small or smaller
     max_bridge_hops: int = 3
     rrf_k: int = 5
@@ -105,6 +105,8 @@ class Lexicon:
     value_words: dict[str, set[str]]  # word of a value description -> tables
     name_words: set[str]  # stemmed words of table and column names
     table_words: dict[str, set[str]]  # table -> stemmed words of its name and column names
+    visible: set[tuple[str, str]]  # (table, column) the caller may see
+    join_columns: dict[tuple[str, str], str]  # foreign-key column -> the table it points at
 
 
 _LEXICONS: dict[tuple[object, ...], Lexicon] = {}
@@ -135,19 +137,43 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
             if ref is not None and ref.name != table.name:
                 graph[table.name].add(ref.name)
                 graph[ref.name].add(table.name)
-    # Shared key-like column names join tables even where the schema declares no foreign key.
+    # Where the schema declares no foreign key, a column named like another table's one-column primary key
+    # joins the two (`customers.CustomerID` <- `yearmonth.CustomerID`). Siblings that merely share a
+    # column, or share plain `id` keys, are not joined.
+    keys = {t.primary_key[0].lower(): t.name for t in catalog.tables.values() if len(t.primary_key) == 1}
     for name, holders in raw.items():
-        if len(holders) > 1 and re.search(r"(id|code|key|no)$", name):
-            for a, _ in holders:
-                for b, _ in holders:
-                    if a != b:
-                        graph[a].add(b)
+        owner = keys.get(name)
+        if owner is None or name == "id" or len(holders) < 2:
+            continue
+        for other, _ in holders:
+            if other != owner:
+                graph[owner].add(other)
+                graph[other].add(owner)
     table_words = {
         t.name: {w for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)] for w in tokenize(n)}
         for t in catalog.tables.values()
     }
     name_words = set().union(*table_words.values()) if table_words else set()
-    lexicon = Lexicon(list(catalog.tables), table_phrases, columns, raw, graph, value_words, name_words, table_words)
+    visible = {(t.name, c.name) for t in catalog.tables.values() for c in t.columns}
+    join_columns = {
+        (t.name, c): ref.name
+        for t in catalog.tables.values()
+        for fk in t.foreign_keys
+        for c in fk.columns
+        if (ref := catalog.table(fk.ref_table)) is not None and ref.name != t.name
+    }
+    lexicon = Lexicon(
+        list(catalog.tables),
+        table_phrases,
+        columns,
+        raw,
+        graph,
+        value_words,
+        name_words,
+        table_words,
+        visible,
+        join_columns,
+    )
     if len(_LEXICONS) > 256:
         _LEXICONS.clear()
     _LEXICONS[key] = lexicon
@@ -234,6 +260,9 @@ FEATURES = (
     "value_shared",
     "value_mention",  # a run of question words is one of its values (value index), 1 / number of holders
     "value_desc_word",  # a question word appears in the value description of one of its columns
+    "lex_evidence",  # best BM25 score of its columns over the evidence clauses, relative to the best column
+    "lex_question",  # ... for the whole question
+    "lex_phrase",  # ... over the question's content-word runs
     "ret_evidence",  # best fused retrieval score of its columns over the evidence clauses (relative to top)
     "ret_evidence_top",  # it is the top table for some evidence clause
     "ret_question",  # fused retrieval score for the whole question
@@ -256,71 +285,77 @@ FEATURES = (
 
 # Fitted by `python -m sophrosyne.bench.tune` on the 6 tuning databases of BIRD dev only.
 DEFAULT_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("bias", -2.688),
-    ("anchor", 2.145),
-    ("anchor_shared", 1.019),
-    ("anchor_resolved", -0.094),
-    ("evidence_word", 0.488),
-    ("evidence_word_shared", 0.974),
-    ("table_named", 1.793),
-    ("column_phrase", 1.941),
-    ("column_phrase_shared", -0.078),
-    ("value", 0.991),
-    ("value_shared", 0.232),
+    ("bias", -2.585),
+    ("anchor", 2.231),
+    ("anchor_shared", 1.173),
+    ("anchor_resolved", 0.065),
+    ("evidence_word", 0.534),
+    ("evidence_word_shared", 1.180),
+    ("table_named", 1.752),
+    ("column_phrase", 1.646),
+    ("column_phrase_shared", 0.085),
+    ("value", 0.897),
+    ("value_shared", 0.256),
     ("value_mention", 1.000),
-    ("value_desc_word", -0.036),
-    ("ret_evidence", -0.207),
-    ("ret_evidence_top", 0.562),
-    ("ret_question", 1.161),
-    ("ret_question_top", 0.135),
-    ("ret_phrase", 1.475),
-    ("ret_phrase_top", 1.466),
-    ("dense", 0.306),
-    ("neighbor", 0.035),
-    ("rank_question", 0.680),
-    ("rank_phrase", 0.224),
-    ("others_anchored", -0.396),
-    ("coverage", 0.072),
-    ("coverage_gap", -0.997),
-    ("own_cover", -0.308),
-    ("only_cover", 0.904),
-    ("others_cover", -0.735),
-    ("small_schema", 0.325),
-    ("no_evidence", 0.998),
+    ("value_desc_word", -0.037),
+    ("lex_evidence", -0.415),
+    ("lex_question", 1.005),
+    ("lex_phrase", -0.167),
+    ("ret_evidence", 0.328),
+    ("ret_evidence_top", 0.538),
+    ("ret_question", 0.740),
+    ("ret_question_top", 0.049),
+    ("ret_phrase", 0.790),
+    ("ret_phrase_top", 1.619),
+    ("dense", 0.101),
+    ("neighbor", 1.054),
+    ("rank_question", 0.518),
+    ("rank_phrase", 0.363),
+    ("others_anchored", -0.939),
+    ("coverage", 0.068),
+    ("coverage_gap", -0.786),
+    ("own_cover", -0.435),
+    ("only_cover", 0.778),
+    ("others_cover", -0.629),
+    ("small_schema", 0.310),
+    ("no_evidence", 1.195),
 )
 
 # Fitted the same way on the same questions with their knowledge entries removed.
 QUESTION_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("bias", -2.684),
-    ("anchor", 0.450),
-    ("anchor_shared", 0.028),
-    ("anchor_resolved", 0.038),
+    ("bias", -2.364),
+    ("anchor", 0.515),
+    ("anchor_shared", -0.012),
+    ("anchor_resolved", 0.047),
     ("evidence_word", 0.000),
     ("evidence_word_shared", 0.000),
-    ("table_named", 1.761),
-    ("column_phrase", 2.362),
-    ("column_phrase_shared", -0.105),
-    ("value", 1.266),
-    ("value_shared", 0.086),
-    ("value_mention", 1.266),
-    ("value_desc_word", -0.180),
+    ("table_named", 1.820),
+    ("column_phrase", 2.002),
+    ("column_phrase_shared", -0.027),
+    ("value", 1.131),
+    ("value_shared", 0.057),
+    ("value_mention", 1.131),
+    ("value_desc_word", -0.187),
+    ("lex_evidence", 0.000),
+    ("lex_question", 1.199),
+    ("lex_phrase", -0.298),
     ("ret_evidence", 0.000),
     ("ret_evidence_top", 0.000),
-    ("ret_question", 1.904),
-    ("ret_question_top", 0.175),
-    ("ret_phrase", 1.578),
-    ("ret_phrase_top", 1.554),
-    ("dense", -0.078),
-    ("neighbor", -0.101),
-    ("rank_question", 0.651),
-    ("rank_phrase", 0.919),
-    ("others_anchored", -0.429),
-    ("coverage", 0.264),
-    ("coverage_gap", -0.612),
-    ("own_cover", 0.412),
-    ("only_cover", 1.497),
-    ("others_cover", -1.410),
-    ("small_schema", 0.182),
+    ("ret_question", 1.041),
+    ("ret_question_top", 0.012),
+    ("ret_phrase", 1.372),
+    ("ret_phrase_top", 1.592),
+    ("dense", -0.508),
+    ("neighbor", 0.979),
+    ("rank_question", 0.634),
+    ("rank_phrase", 1.134),
+    ("others_anchored", -1.040),
+    ("coverage", 0.363),
+    ("coverage_gap", -0.431),
+    ("own_cover", 0.047),
+    ("only_cover", 1.316),
+    ("others_cover", -1.380),
+    ("small_schema", 0.145),
     ("no_evidence", -0.000),
 )
 
@@ -423,21 +458,25 @@ def _retrieval_signals(
     evidence_units: list[str],
     question_units: list[str],
     index: SchemaIndex,
+    lexicon: Lexicon,
     settings: DirectiveSettings,
     board: dict[str, _Evidence],
 ) -> None:
-    """Hybrid retrieval per unit: a table earns the fused (RRF) score of its best column, relative to the best."""
+    """Hybrid retrieval per unit: a table earns the fused (RRF) score of its best column, relative to the best.
+
+    A foreign-key column counts for the table it points at: `singer_in_concert.Singer_ID` names singers, and
+    `superhero.eye_colour_id` names a colour."""
     units = evidence_units + question_units
     if not units or not index.docs:
         return
-    visible = np.array([d.table in board for d in index.docs])
+    visible = np.array([(d.table, d.column) in lexicon.visible for d in index.docs])
     if not visible.any():
         return
     dense = index.vectors.all_scores(index.embed(units))
     dense[:, ~visible] = -1.0
     k = settings.rrf_k
     top = 2.0 / (k + 1)
-    table_of = [d.table for d in index.docs]
+    table_of = [lexicon.join_columns.get((d.table, d.column), d.table) for d in index.docs]
     runs = max(1, len(question_units) - 1)
     for row, text in enumerate(units):
         lexical = index.bm25_scores(text)
@@ -456,6 +495,15 @@ def _retrieval_signals(
                 best[table_of[i]] = (float(fused[i]), int(i))
         is_evidence = row < len(evidence_units)
         is_question = row == len(evidence_units)
+        lex_feature = "lex_evidence" if is_evidence else "lex_question" if is_question else "lex_phrase"
+        top_lexical = float(lexical.max())
+        if top_lexical > 0:
+            per_table = np.zeros(len(index.tables), np.float32)
+            np.maximum.at(per_table, index.doc_table, lexical)
+            for position in np.flatnonzero(per_table):
+                name = index.tables[position]
+                if name in board:
+                    board[name].note(lex_feature, float(per_table[position]) / top_lexical)
         for rank, (table, (score, doc)) in enumerate(best.items(), start=1):
             relative = score / top
             entry = board[table]
@@ -547,7 +595,7 @@ def score_tables(
                     board[t].note("value_desc_word", 1.0)
     if settings.values:
         _value_signals(question, evidence, catalog, value_index, board)
-    _retrieval_signals(evidence_units(evidence), question_units(question), index, settings, board)
+    _retrieval_signals(evidence_units(evidence), question_units(question), index, lexicon, settings, board)
     named = {t for t, e in board.items() if e.features.get("anchor") or e.features.get("table_named")}
     if evidence.strip():
         weights = dict(settings.weights or DEFAULT_WEIGHTS)

@@ -26,7 +26,7 @@ from sophrosyne.index.values import ValueBudget, ValueIndex
 
 SYSTEMS = ("none", "directives", "oracle", "paper")
 TUNE_DATABASES = 6
-CURVE_THRESHOLDS = (0.03, 0.05, 0.07, 0.09, 0.11, 0.13, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+CURVE_THRESHOLDS = (0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.13, 0.14, 0.15, 0.16, 0.18, 0.2, 0.25, 0.3)
 Tick = Callable[[str, int, int], None]
 
 
