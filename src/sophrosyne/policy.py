@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -10,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -19,6 +20,8 @@ from sqlglot.errors import ParseError
 
 from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
+
+E = TypeVar("E", bound=exp.Expr)
 
 # Schema names that reveal the database's structure; a restricted role never reads them.
 _SYSTEM_SCHEMAS = {"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys", "system"}
@@ -151,15 +154,17 @@ class Role:
             )
         return Catalog(tables=tables, dialect=catalog.dialect)
 
-    def rewrite(self, expression: exp.Expression, catalog: Catalog, dialect: str) -> exp.Expression:
+    def rewrite(self, expression: E, catalog: Catalog, dialect: str, *, copy: bool = True) -> E:
         """Replace each base-table reference by the role's filtered CTE. Unrestricted roles pass through.
+
+        With `copy=False` the expression is rewritten in place (faster; the caller no longer needs it).
 
         Raises UnknownTable (worded as for a table that does not exist) for denied, unlisted, system and
         unknown tables, and RejectedSQL for functions a restricted role may not call.
         """
         if self.unrestricted:
             return expression
-        return _Rewriter(self, catalog, dialect).rewrite(expression)
+        return _Rewriter(self, catalog, dialect).rewrite(expression.copy() if copy else expression)
 
     def row_scope(self, table: str) -> dict[str, set[str]]:
         """Column -> allowed values implied by the table's row filter (its `col = v` / `col IN (...)` terms)."""
@@ -183,7 +188,7 @@ class Role:
         positions = [(i, scope[c.lower()]) for i, c in enumerate(columns) if c.lower() in scope]
         return [tuple(r) for r in rows if all(_normalize_value(r[i]) in allowed for i, allowed in positions)]
 
-    def scoped_table(self, expression: exp.Expression) -> str | None:
+    def scoped_table(self, expression: exp.Expr) -> str | None:
         """The table whose scope `filter_rows` may check on a query's result, or None.
 
         Only a plain SELECT over one table, without joins, subqueries, grouping or set operations, whose
@@ -248,6 +253,11 @@ def _literal_value(literal: exp.Literal) -> str:
 
 def parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
     """Parse a row filter and check it is a pure predicate; ConfigError says what is wrong and where."""
+    return _parse_row_filter(text, dialect, where).copy()
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
     try:
         statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
     except (ParseError, ValueError) as error:
@@ -294,23 +304,26 @@ class _Rewriter:
         self.dialect_name = dialect.lower()
         self.secured: dict[str, tuple[str, Table]] = {}  # lowered table name -> (cte name, table)
         self.taken: set[str] = set()
+        self.cte_refs: dict[int, list[exp.Table]] = {}  # id of a user CTE -> the references to it
 
     def key(self, identifier: exp.Identifier) -> str:
         """A name as the engine compares it (case rules of the dialect)."""
-        return self.dialect.normalize_identifier(identifier.copy()).name
+        fresh = exp.Identifier(this=identifier.name, quoted=identifier.quoted)
+        return self.dialect.normalize_identifier(fresh).name
 
-    def rewrite(self, expression: exp.Expression) -> exp.Expression:
-        tree = expression.copy()
+    def rewrite(self, tree: E) -> E:
         if not isinstance(tree, exp.Query):
             raise RejectedSQL("only a query can be rewritten for a role")
         self.taken = {n.lower() for n in _all_names(tree)}
         self._check_functions(tree)
-        self._walk(tree, frozenset())
+        self._walk(tree, {})
         if not self.secured:
             return tree
         self._unqualify_columns(tree)
         with_ = tree.args.get("with_")
-        ctes = [self._secure_cte(cte_name, table, with_) for cte_name, table in self.secured.values()]
+        ctes = [self._secure_cte(cte_name, table) for cte_name, table in self.secured.values()]
+        if isinstance(with_, exp.With) and with_.args.get("recursive"):
+            self._rename_shadowing_ctes(with_, ctes)
         if with_ is None:
             tree.set("with_", exp.With(expressions=ctes))
         else:
@@ -318,7 +331,7 @@ class _Rewriter:
             with_.set("expressions", ctes + list(with_.expressions))
         return tree
 
-    def _unqualify_columns(self, tree: exp.Expression) -> None:
+    def _unqualify_columns(self, tree: exp.Expr) -> None:
         """`main.employees.name` -> `employees.name`: the secured reference keeps only the table name."""
         for column in tree.find_all(exp.Column):
             db = column.args.get("db")
@@ -329,7 +342,7 @@ class _Rewriter:
                 column.set("db", None)
                 column.set("catalog", None)
 
-    def _check_functions(self, tree: exp.Expression) -> None:
+    def _check_functions(self, tree: exp.Expr) -> None:
         for node in tree.walk():
             if isinstance(node, exp.Func) and (reason := _function_refusal(node)):
                 raise RejectedSQL(
@@ -339,14 +352,35 @@ class _Rewriter:
             if isinstance(node, exp.Cast | exp.TryCast) and _is_catalog_type(node.args.get("to")):
                 raise RejectedSQL(f"casts to object identifier types are not allowed for role `{self.role.name}`")
 
-    def _walk(self, node: exp.Expression, visible: frozenset[str]) -> None:
+    def _rename_shadowing_ctes(self, with_: exp.With, ours: list[exp.CTE]) -> None:
+        """In a recursive WITH our CTE bodies could see a user CTE named like a base table they read:
+        such a user CTE gets a fresh name (its references keep the old one as alias)."""
+        read = {t.name.lower() for cte in ours for t in cte.find_all(exp.Table)}
+        for cte in with_.expressions:
+            name = cte.alias.lower()
+            if name not in read:
+                continue
+            fresh, n = f"{name}_1", 1
+            while fresh in self.taken:
+                n += 1
+                fresh = f"{name}_{n}"
+            self.taken.add(fresh)
+            for ref in self.cte_refs.get(id(cte), []):
+                if ref.args.get("alias") is None:
+                    ref.set("alias", exp.TableAlias(this=ref.this.copy()))
+                ref.set("this", exp.to_identifier(fresh))
+            cte.args["alias"].set("this", exp.to_identifier(fresh))
+
+    def _walk(self, node: exp.Expr, visible: dict[str, exp.CTE]) -> None:
         with_ = node.args.get("with_") if isinstance(node, exp.Query) else None
         if isinstance(with_, exp.With):
-            names = [self.key(cte.args["alias"].this) for cte in with_.expressions]
+            ctes: list[exp.CTE] = list(with_.expressions)
+            names = [self.key(cte.args["alias"].this) for cte in ctes]
             recursive = bool(with_.args.get("recursive"))
-            for i, cte in enumerate(with_.expressions):
-                self._walk(cte.this, visible | self._siblings_seen(names, i, recursive))
-            visible = visible | frozenset(names)
+            for i, cte in enumerate(ctes):
+                seen = self._siblings_seen(len(ctes), i, recursive)
+                self._walk(cte.this, {**visible, **{names[j]: ctes[j] for j in seen}})
+            visible = {**visible, **dict(zip(names, ctes, strict=True))}
         for child in list(node.iter_expressions()):
             if child is with_:
                 continue
@@ -354,15 +388,15 @@ class _Rewriter:
                 self._table(child, visible)
             self._walk(child, visible)
 
-    def _siblings_seen(self, names: list[str], index: int, recursive: bool) -> frozenset[str]:
-        """The CTE names of one WITH that a CTE body can see; fewer is safe (the rest are secured)."""
+    def _siblings_seen(self, count: int, index: int, recursive: bool) -> range:
+        """Which CTEs of one WITH a CTE body can see; fewer is safe (the rest are secured)."""
         if self.dialect_name in _FORWARD_CTE_REFERENCES or (
             recursive and self.dialect_name in _FORWARD_CTE_REFERENCES_IF_RECURSIVE
         ):
-            return frozenset(names)
-        return frozenset(names[: index + 1] if recursive else names[:index])
+            return range(count)
+        return range(index + 1 if recursive else index)
 
-    def _table(self, node: exp.Table, visible: frozenset[str]) -> None:
+    def _table(self, node: exp.Table, visible: dict[str, exp.CTE]) -> None:
         target = node.this
         if isinstance(target, exp.Func):
             if _function_name(target) not in _TABLE_FUNCTIONS and type(target).__name__.lower() not in (
@@ -374,7 +408,9 @@ class _Rewriter:
             raise RejectedSQL("only named tables can be read", hint="name a table from list_tables")
         db, catalog_part = node.args.get("db"), node.args.get("catalog")
         if db is None and catalog_part is None and self.key(target) in visible:
-            return  # a CTE of the query: its body is rewritten where it is defined
+            # A CTE of the query: its body is rewritten where it is defined.
+            self.cte_refs.setdefault(id(visible[self.key(target)]), []).append(node)
+            return
         table = self._resolve(node)
         if table is None or not self.role.can_read(table):
             raise _unknown_table(node)
@@ -411,40 +447,33 @@ class _Rewriter:
         self.secured[lowered] = (name, table)
         return name
 
-    def _secure_cte(self, cte_name: str, table: Table, with_: exp.With | None) -> exp.CTE:
+    def _secure_cte(self, cte_name: str, table: Table) -> exp.CTE:
         rule = self.role._rule(table.name)
         columns = [exp.column(c.name, quoted=True) for c in self.role.visible_columns(table)]
-        body = exp.select(*columns).from_(self._base(table, with_))
+        body = exp.select(*columns).from_(self._base(table))
         if rule is not None and rule.row_filter:
             predicate = parse_row_filter(rule.row_filter, self.dialect_name, f"table `{table.name}`")
             for inner in predicate.find_all(exp.Table):
-                inner.replace(self._base_by_name(inner, with_))
+                inner.replace(self._base_by_name(inner))
             body = body.where(predicate)
         return exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(cte_name)))
 
-    def _base(self, table: Table, with_: exp.With | None) -> exp.Table:
-        """The base table itself, qualified where the engine could resolve its name to a user CTE."""
-        # SQLite lets a CTE see later siblings, so `main.` pins the real table; elsewhere ours come first.
+    def _base(self, table: Table) -> exp.Table:
+        """The base table itself. SQLite lets a CTE see later siblings, so `main.` pins the real table;
+        elsewhere ours come first, and a recursive WITH has its shadowing CTEs renamed."""
         schema = table.schema or ("main" if self.dialect_name == "sqlite" else None)
-        if schema is None and with_ is not None:
-            user_ctes = {self.key(cte.args["alias"].this).lower() for cte in with_.expressions}
-            if with_.args.get("recursive") and table.name.lower() in user_ctes:
-                raise RejectedSQL(
-                    f"a recursive WITH may not define a CTE named like the table `{table.name}`",
-                    hint="rename that CTE",
-                )
         return exp.table_(table.name, db=schema, quoted=True)
 
-    def _base_by_name(self, node: exp.Table, with_: exp.With | None) -> exp.Table:
+    def _base_by_name(self, node: exp.Table) -> exp.Table:
         table = self.catalog.table(node.name)
         if table is None:
             raise ConfigError(f"a row filter of role `{self.role.name}` reads unknown table `{node.name}`")
-        base = self._base(table, with_)
+        base = self._base(table)
         base.set("alias", node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name)))
         return base
 
 
-def _all_names(tree: exp.Expression) -> Iterable[str]:
+def _all_names(tree: exp.Expr) -> Iterable[str]:
     for cte in tree.find_all(exp.CTE):
         yield cte.alias
     for table in tree.find_all(exp.Table):
