@@ -68,6 +68,11 @@ class TableGroup:
 class Catalog:
     tables: dict[str, Table]
     dialect: str = "sqlite"
+    # Derived once: a catalog does not change after it is read (a refresh builds a new one).
+    _groups: list[TableGroup] | None = field(default=None, init=False, repr=False, compare=False)
+    _incoming: dict[str, list[tuple[str, ForeignKey]]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def table(self, name: str) -> Table | None:
         if name in self.tables:
@@ -81,11 +86,18 @@ class Catalog:
 
     def references_to(self, table: str) -> list[tuple[str, ForeignKey]]:
         """Foreign keys of other tables that point at `table`."""
-        lowered = table.lower()
-        return [(t.name, fk) for t in self.tables.values() for fk in t.foreign_keys if fk.ref_table.lower() == lowered]
+        if self._incoming is None:
+            incoming: dict[str, list[tuple[str, ForeignKey]]] = {}
+            for t in self.tables.values():
+                for fk in t.foreign_keys:
+                    incoming.setdefault(fk.ref_table.lower(), []).append((t.name, fk))
+            self._incoming = incoming
+        return list(self._incoming.get(table.lower(), []))
 
     def groups(self) -> list[TableGroup]:
-        return group_tables(list(self.tables.values()))
+        if self._groups is None:
+            self._groups = group_tables(list(self.tables.values()))
+        return self._groups
 
 
 _SUFFIX = re.compile(r"^(?P<stem>.*?[A-Za-z_])(?P<suffix>\d{2,}(?:_\d+)*)$")

@@ -80,7 +80,7 @@ class Database:
         started = time.perf_counter()
         with self.session(timeout) as conn:
             try:
-                result = conn.exec_driver_sql(sql)
+                result = conn.exec_driver_sql(self._literal(sql))
                 columns = list(result.keys()) if result.returns_rows else []
                 if not result.returns_rows:
                     rows, truncated = [], False
@@ -136,6 +136,12 @@ class Database:
                 conn.rollback()
             finally:
                 conn.close()
+
+    def _literal(self, sql: str) -> str:
+        # SQLAlchemy hands the driver an empty parameter set, so "format" drivers read `%` as a placeholder.
+        if self.engine.dialect.paramstyle in ("format", "pyformat"):
+            return sql.replace("%", "%%")
+        return sql
 
     def _translate(self, exc: DBAPIError, timeout_s: float) -> Exception:
         message = _first_line(exc.orig)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -11,7 +12,7 @@ from rapidfuzz import fuzz, process
 from sqlglot import exp
 
 from sophrosyne import guard
-from sophrosyne.catalog import Catalog, Table, load_bird_descriptions
+from sophrosyne.catalog import Catalog, ForeignKey, Table, load_bird_descriptions
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.errors import (
     ConfigError,
@@ -43,6 +44,7 @@ from sophrosyne.results import (
 )
 from sophrosyne.settings import Settings
 
+LARGE_TABLE_ROWS = 100_000
 TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR", "NAME", "ENUM")
 
 
@@ -144,19 +146,6 @@ class Environment:
         catalog = self.catalog
         groups = catalog.groups()
         grouped = {name for g in groups for name in g.tables[1:]}
-        summaries = [
-            TableSummary(
-                name=t.name,
-                kind=t.kind,
-                description=_one_line(t.description),
-                row_estimate=t.row_estimate,
-                join_keys=[
-                    f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}" for fk in t.foreign_keys
-                ],
-            )
-            for t in catalog.tables.values()
-            if t.name not in grouped
-        ]
         group_info = [
             TableGroupInfo(
                 pattern=g.pattern,
@@ -167,17 +156,25 @@ class Environment:
             )
             for g in groups
         ]
+        # The budget is applied while building, so a 10,000-table schema costs what the response holds.
         budget = self.settings.token_budget * CHARS_PER_TOKEN
+        listed = [t for t in catalog.tables.values() if t.name not in grouped]
         shown: list[TableSummary] = []
         used = 0
-        for s in summaries:
-            used += len(s.name) + len(s.description) + 40 + sum(len(k) for k in s.join_keys)
+        for t in listed:
+            keys = [_join_key(fk) for fk in t.foreign_keys]
+            description = _one_line(t.description)
+            used += len(t.name) + len(description) + 40 + sum(len(k) for k in keys)
             if used > budget and shown:
                 break
-            shown.append(s)
+            shown.append(
+                TableSummary(
+                    name=t.name, kind=t.kind, description=description, row_estimate=t.row_estimate, join_keys=keys
+                )
+            )
         cut = None
-        if len(shown) < len(summaries):
-            cut = cut_note(len(shown), len(summaries), "tables", "token budget") + (
+        if len(shown) < len(listed):
+            cut = cut_note(len(shown), len(listed), "tables", "token budget") + (
                 " Use search_schema to find the columns you need."
             )
         return TableList(source=self.db.name, tables=shown, groups=group_info, cut=cut)
@@ -188,13 +185,15 @@ class Environment:
         limit = self.settings.sample_rows
         result = self._query(_select_all(t, self.dialect, limit), limit=limit)
         index = {c.lower(): i for i, c in enumerate(result.columns)}
+        by_column = list(zip(*result.rows, strict=True)) if result.rows else []
         fk_of = {col.lower(): fk for fk in t.foreign_keys for col in fk.columns}
         columns = []
         for c in t.columns:
             i = index.get(c.name.lower())
-            values = [row[i] for row in result.rows] if i is not None else []
-            nulls = sum(v is None for v in values)
-            counts = Counter(v for v in values if v is not None)
+            values = by_column[i] if i is not None and by_column else ()
+            nulls = values.count(None)
+            counts = Counter(values)
+            counts.pop(None, None)
             samples = [cell(v, self.settings.value_chars) for v, _ in counts.most_common(self.settings.sample_values)]
             key = "PK" if c.primary_key else None
             fk = fk_of.get(c.name.lower())
@@ -221,9 +220,7 @@ class Environment:
             description=_one_line(t.description),
             row_estimate=t.row_estimate,
             columns=columns,
-            references=[
-                f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}" for fk in t.foreign_keys
-            ],
+            references=[_join_key(fk) for fk in t.foreign_keys],
             referenced_by=[
                 f"{name}.{', '.join(fk.columns)} -> {', '.join(fk.ref_columns)}"
                 for name, fk in self.catalog.references_to(t.name)
@@ -308,15 +305,20 @@ class Environment:
             like = exp.Like(this=text, expression=pattern)
         else:
             like = exp.Like(this=exp.Lower(this=text), expression=pattern)
+        rows = self.settings.distinct_scan_rows
         query = (
             exp.select(col, exp.Count(this=exp.Star()).as_("n"))
-            .from_(_quoted_name(t.name))
+            .from_(_limited_subquery(_quoted_name(t.name), col, rows))
             .where(exp.Escape(this=like, expression=exp.Literal.string("!")))
             .group_by(col)
             .order_by(exp.Ordered(this=exp.column("n"), desc=True))
             .limit(limit)
         )
-        note = "substring matches only; fuzzy matches (misspellings) come once the column's values are loaded."
+        # Not complete, so never "no match": the full list of values is loading for the next call.
+        note = (
+            f"substring matches among the first {rows:,} of ~{t.row_estimate or 0:,} rows; all values of this "
+            "column are loading: ask again in a few seconds for every match, misspellings included."
+        )
         values: list[ValueCount] = []
         try:
             result = self._query(
@@ -327,11 +329,9 @@ class Environment:
             ]
         except QueryTimeout:
             note = (
-                f"the search was stopped after {self.settings.distinct_budget_s:g} s on ~{t.row_estimate or 0:,} "
-                "rows; the column's values are loading: ask again in a few seconds."
+                f"the search was stopped after {self.settings.distinct_budget_s:g} s; all values of this column "
+                "are loading: ask again in a few seconds."
             )
-        if not values:
-            note = f"{note} {self._no_match(t.name, column, search)}"
         return DistinctValues(table=t.name, column=column, search=search, values=values, note=note)
 
     @staticmethod
@@ -434,18 +434,24 @@ class Environment:
         except QueryFailed as exc:
             raise self._explain_error(exc, expression) from None
         plan = [" ".join(str(v) for v in row if v is not None) for row in result.rows]
+        scanned: set[str] = set()
         if self.dialect == "duckdb":
             plan = [line for row in result.rows for line in str(row[-1]).splitlines() if line.strip()]
-        hints = []
-        for line in plan:
-            upper = line.upper()
-            for t in self.catalog.tables.values():
-                large = (t.row_estimate or 0) >= 100_000
-                if large and ("SCAN " + t.name.upper() in upper or "SEQ SCAN ON " + t.name.upper() in upper):
-                    hints.append(
-                        f"full scan of {t.name} (~{t.row_estimate:,} rows): filter on an indexed column "
-                        "or the leading column of a composite index."
-                    )
+            text = "\n".join(plan)
+            if "Seq Scan" in text or "SEQ_SCAN" in text:
+                scanned = {m.split(".")[-1].lower() for m in re.findall(r"Table: ([^\s│]+)", text)}
+        elif self.dialect == "mysql" and "table" in result.columns and "type" in result.columns:
+            i, j = result.columns.index("table"), result.columns.index("type")
+            scanned = {str(row[i]).lower() for row in result.rows if str(row[j]).upper() == "ALL"}
+        else:
+            pattern = r"(?:^|\s)SCAN (?:TABLE )?\"?(\w+)|Seq Scan on \"?(\w+)"
+            scanned = {next(g for g in m if g).lower() for line in plan for m in re.findall(pattern, line)}
+        hints = [
+            f"full scan of {t.name} (~{t.row_estimate:,} rows): filter on an indexed column "
+            "or the leading column of a composite index."
+            for t in self.catalog.tables.values()
+            if t.name.lower() in scanned and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
+        ]
         return QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints)))
 
     # -- the one secured path -----------------------------------------------------------------------------
@@ -516,6 +522,10 @@ class Environment:
                     hint=_did_you_mean(col.name, candidates, "describe_table"),
                 )
         return exc
+
+
+def _join_key(fk: ForeignKey) -> str:
+    return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}"
 
 
 def _did_you_mean(name: str, choices: list[str], fallback: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
@@ -11,6 +12,10 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
+_WORD = re.compile(r"\w+")
+# Below this many values every value is scored; above it, only values sharing a word with the search.
+FULL_SCAN_VALUES = 5_000
+
 
 @dataclass
 class ColumnValues:
@@ -18,31 +23,48 @@ class ColumnValues:
 
     counts: Counter[Any]
     loaded_at: float = field(default_factory=time.monotonic)
-    _keys: list[str] | None = None
-    _lowered: list[str] | None = None
     _values: list[Any] = field(default_factory=list)
+    _lowered: list[str] = field(default_factory=list)
+    _words: dict[str, list[int]] | None = None
 
-    def keys(self) -> tuple[list[str], list[str]]:
-        if self._keys is None:
-            values = [v for v in self.counts if v is not None]
-            self._keys = [str(v) for v in values]
-            self._lowered = [k.lower() for k in self._keys]
-            self._values = values
-        assert self._lowered is not None
-        return self._keys, self._lowered
+    def _prepare(self) -> None:
+        if self._words is not None:
+            return
+        self._values = [v for v in self.counts if v is not None]
+        self._lowered = [str(v).lower() for v in self._values]
+        words: dict[str, list[int]] = {}
+        for i, text in enumerate(self._lowered):
+            for word in set(_WORD.findall(text)):
+                words.setdefault(word, []).append(i)
+        self._words = words
 
     def search(self, needle: str, limit: int, cutoff: float = 60.0) -> list[tuple[Any, int, float]]:
         """Values holding `needle` first (by count), then the closest fuzzy matches (by score)."""
-        keys, lowered = self.keys()
+        self._prepare()
+        assert self._words is not None
         needle = needle.strip().lower()
-        hits: dict[int, float] = {i: 100.0 for i, k in enumerate(lowered) if needle in k}
+        hits: dict[int, float] = {i: 100.0 for i, text in enumerate(self._lowered) if needle in text}
         if len(hits) < limit:
+            candidates = self._candidates(needle)
+            choices = {i: self._lowered[i] for i in candidates}
             for _, score, i in process.extract(
-                needle, lowered, scorer=fuzz.WRatio, limit=limit + len(hits), score_cutoff=cutoff
+                needle, choices, scorer=fuzz.WRatio, limit=limit + len(hits), score_cutoff=cutoff
             ):
                 hits.setdefault(i, round(min(score, 99.0), 1))
-        ranked = sorted(hits.items(), key=lambda h: (-h[1], -self.counts[self._values[h[0]]], keys[h[0]]))
+        ranked = sorted(hits.items(), key=lambda h: (-h[1], -self.counts[self._values[h[0]]], self._lowered[h[0]]))
         return [(self._values[i], self.counts[self._values[i]], score) for i, score in ranked[:limit]]
+
+    def _candidates(self, needle: str) -> range | set[int]:
+        """Values worth a fuzzy score: all of a small column, else those sharing a (misspelt) word."""
+        assert self._words is not None
+        if len(self._values) <= FULL_SCAN_VALUES:
+            return range(len(self._values))
+        vocabulary = list(self._words)
+        found: set[int] = set()
+        for word in set(_WORD.findall(needle)):
+            for match, _, _ in process.extract(word, vocabulary, scorer=fuzz.ratio, limit=20, score_cutoff=70):
+                found.update(self._words[match])
+        return found
 
     def most_common(self, limit: int) -> list[tuple[Any, int]]:
         return self.counts.most_common(limit)
@@ -89,13 +111,12 @@ class ValueCache:
         try:
             counts = read()
         except Exception:  # a failed load leaves the live search in charge; it reports its own errors
-            counts = None
-            failed = True
-        else:
-            failed = False
+            with self._lock:
+                self._loading.pop(key, None)
+            event.set()
+            return
         with self._lock:
-            if not failed:
-                too_big = counts is None or len(counts) > self.max_distinct
-                self._values[key] = None if too_big else ColumnValues(counts or Counter())
+            too_big = counts is None or len(counts) > self.max_distinct
+            self._values[key] = None if too_big else ColumnValues(counts or Counter())
             self._loading.pop(key, None)
         event.set()

@@ -26,14 +26,14 @@ class Settings(BaseSettings):
     )
     sample_values: int = Field(5, ge=0, le=50, description="Distinct sample values describe_table shows per column.")
     sample_rows: int = Field(
-        1000, ge=10, le=1_000_000, description="Rows describe_table reads for samples and null shares."
+        200, ge=10, le=1_000_000, description="Rows describe_table reads for samples and null shares."
     )
     value_chars: int = Field(60, ge=8, le=2000, description="Longest a single value is shown before it is cut.")
     distinct_limit: int = Field(
         50, ge=1, le=10_000, description="Default number of values get_distinct_values returns."
     )
     distinct_budget_s: float = Field(
-        0.5,
+        0.25,
         gt=0,
         le=60,
         description="Seconds a live value search on a large column may take; its values then load for later calls.",
