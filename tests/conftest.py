@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fixtures.engines import SERVER_ENGINES, built, engine_params
+from fixtures.engines import built, engine_params
 from sophrosyne.environment import Environment
 
 
@@ -30,17 +30,3 @@ def env(target: str) -> Iterator[Environment]:
     environment = Environment.open(target)
     yield environment
     environment.db.close()
-
-
-PERCENT_BUG = (
-    "connection.py Database.run: psycopg and pymysql read `%` in SQL as a placeholder because SQLAlchemy passes "
-    "an empty parameter set; escape it: `if self.engine.dialect.paramstyle in ('format', 'pyformat'): "
-    "sql = sql.replace('%', '%%')` before exec_driver_sql"
-)
-
-
-@pytest.fixture
-def percent_bug(engine: str, request: pytest.FixtureRequest) -> None:
-    """Tests whose SQL holds a `%` (LIKE patterns) fail on PostgreSQL and MariaDB until the bug is fixed."""
-    if engine in SERVER_ENGINES:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=PERCENT_BUG))

@@ -169,7 +169,12 @@ def test_distinct_values_search_finds_misspellings(env: Environment) -> None:
 
 @pytest.mark.parametrize(
     ("search", "literal"),
-    [("50%", "discount 50%"), ("a_b", "a_b"), ("o'brien", 'O\'Brien said "hello"; -- not a comment')],
+    [
+        ("50%", "discount 50%"),
+        ("a_b", "a_b"),
+        ("o'brien", 'O\'Brien said "hello"; -- not a comment'),
+        ("\\temp\\new", "axb C:\\temp\\new_file"),
+    ],
 )
 def test_distinct_values_search_is_literal(env: Environment, search: str, literal: str) -> None:
     """`%`, `_` and quotes in the search text are characters, not patterns or SQL."""
@@ -204,10 +209,14 @@ def large_env(large_db: Database) -> Environment:
     return Environment(large_db)
 
 
-@pytest.mark.usefixtures("percent_bug")
 @pytest.mark.parametrize(
     ("search", "expected"),
-    [("50%", {"discount 50%"}), ("a_b", {"a_b"}), ("DISCOUNT", {"discount 50%", "discount 50 dollars"})],
+    [
+        ("50%", {"discount 50%"}),
+        ("a_b", {"a_b"}),
+        ("DISCOUNT", {"discount 50%", "discount 50 dollars"}),
+        ("\\TEMP\\new_", {"axb C:\\temp\\new_file"}),
+    ],
 )
 def test_distinct_values_live_search_on_a_large_column(large_env: Environment, search: str, expected: set[str]) -> None:
     result = large_env.get_distinct_values("notes", "body", search=search)
@@ -232,7 +241,6 @@ def test_distinct_values_live_counts_then_cached_fuzzy(large_env: Environment) -
 # -- find_rows ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("percent_bug")
 def test_find_rows_across_tables(env: Environment) -> None:
     found = env.find_rows("operations")
     by_table = {m.table: m for m in found.matches}
@@ -244,7 +252,6 @@ def test_find_rows_across_tables(env: Environment) -> None:
     assert found.searched_tables == 5
 
 
-@pytest.mark.usefixtures("percent_bug")
 def test_find_rows_table_filter_and_limit(env: Environment) -> None:
     found = env.find_rows("operations", table="notes")
     assert [m.table for m in found.matches] == ["notes"]
@@ -253,7 +260,6 @@ def test_find_rows_table_filter_and_limit(env: Environment) -> None:
     assert len(limited.matches[0].rows) == 3
 
 
-@pytest.mark.usefixtures("percent_bug")
 def test_find_rows_columns_filter(env: Environment) -> None:
     found = env.find_rows("review", table="notes", columns=["tag"])
     assert [row[0] for row in found.matches[0].rows] == [1]
@@ -262,15 +268,13 @@ def test_find_rows_columns_filter(env: Environment) -> None:
 
 @pytest.mark.parametrize(
     ("term", "note_id"),
-    [("50%", 2), ("A_B", 4), ('o\'brien said "hello"', 6), ("ZÜRICH", 7), ("日本語", 7)],
+    [("50%", 2), ("A_B", 4), ('o\'brien said "hello"', 6), ("ZÜRICH", 7), ("日本語", 7), ("c:\\TEMP\\new_f", 5)],
 )
-@pytest.mark.usefixtures("percent_bug")
 def test_find_rows_terms_are_literal(env: Environment, term: str, note_id: int) -> None:
     found = env.find_rows(term, table="notes")
     assert [row[0] for m in found.matches for row in m.rows] == [note_id]
 
 
-@pytest.mark.usefixtures("percent_bug")
 def test_find_rows_ignores_case_beyond_ascii(env: Environment, engine: str, request: pytest.FixtureRequest) -> None:
     if engine == "sqlite":
         request.applymarker(pytest.mark.xfail(strict=True, reason=SQLITE_LOWER_BUG))
@@ -278,7 +282,6 @@ def test_find_rows_ignores_case_beyond_ascii(env: Environment, engine: str, requ
     assert [row[0] for m in found.matches for row in m.rows] == [7]
 
 
-@pytest.mark.usefixtures("percent_bug")
 def test_find_rows_no_match(env: Environment) -> None:
     found = env.find_rows("qqqzzxx")
     assert found.matches == []
@@ -306,7 +309,6 @@ def test_execute_sql_grounded_join(env: Environment) -> None:
     assert [int(v) for v in out.rows[0]] == [2, 5]
 
 
-@pytest.mark.usefixtures("percent_bug")
 def test_execute_sql_percent_and_quotes_in_literals(env: Environment) -> None:
     out = env.execute_sql("SELECT note_id FROM notes WHERE body LIKE '%50!%%' ESCAPE '!' OR body = 'O''Brien'")
     assert out.rows == [[2]]
@@ -344,18 +346,7 @@ def test_explain_sql(env: Environment) -> None:
     assert "absence_records" in plan.sql_executed
 
 
-FULL_SCAN_HINT_BUG = (
-    "environment.py explain_sql: full-scan hints only read SQLite's `SCAN t` and PostgreSQL's `Seq Scan on t`; "
-    "also match DuckDB's `Seq Scan` box (`Table: <db>.<schema>.t`) and MySQL/MariaDB's EXPLAIN row with "
-    "table = t and type = ALL"
-)
-
-
-def test_explain_sql_hints_a_full_scan_of_a_large_table(
-    large_db: Database, engine: str, request: pytest.FixtureRequest
-) -> None:
-    if engine in ("duckdb", "mariadb"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=FULL_SCAN_HINT_BUG))
+def test_explain_sql_hints_a_full_scan_of_a_large_table(large_db: Database) -> None:
     plan = Environment(large_db).explain_sql("SELECT * FROM notes WHERE tag = 'pricing'")
     assert any(h.startswith("full scan of notes") for h in plan.hints), plan.plan
 
@@ -444,7 +435,6 @@ def test_odd_names_through_every_tool(env: Environment, engine: str) -> None:
         env.execute_sql(f"SELECT * FROM {q('Order Detail')}")
 
 
-@pytest.mark.usefixtures("percent_bug")
 def test_odd_names_in_find_rows(env: Environment) -> None:
     found = env.find_rows("hello", table="Order Details")
     (match,) = found.matches
