@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
@@ -285,77 +286,77 @@ FEATURES = (
 
 # Fitted by `python -m sophrosyne.bench.tune` on the 6 tuning databases of BIRD dev only.
 DEFAULT_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("bias", -2.585),
-    ("anchor", 2.231),
-    ("anchor_shared", 1.173),
-    ("anchor_resolved", 0.065),
-    ("evidence_word", 0.534),
-    ("evidence_word_shared", 1.180),
-    ("table_named", 1.752),
-    ("column_phrase", 1.646),
-    ("column_phrase_shared", 0.085),
-    ("value", 0.897),
-    ("value_shared", 0.256),
+    ("bias", -2.611),
+    ("anchor", 2.261),
+    ("anchor_shared", 1.207),
+    ("anchor_resolved", 0.063),
+    ("evidence_word", 0.539),
+    ("evidence_word_shared", 1.175),
+    ("table_named", 1.747),
+    ("column_phrase", 1.660),
+    ("column_phrase_shared", 0.079),
+    ("value", 0.905),
+    ("value_shared", 0.309),
     ("value_mention", 1.000),
-    ("value_desc_word", -0.037),
-    ("lex_evidence", -0.415),
-    ("lex_question", 1.005),
-    ("lex_phrase", -0.167),
-    ("ret_evidence", 0.328),
-    ("ret_evidence_top", 0.538),
-    ("ret_question", 0.740),
-    ("ret_question_top", 0.049),
-    ("ret_phrase", 0.790),
-    ("ret_phrase_top", 1.619),
-    ("dense", 0.101),
+    ("value_desc_word", -0.042),
+    ("lex_evidence", -0.396),
+    ("lex_question", 0.954),
+    ("lex_phrase", -0.114),
+    ("ret_evidence", 0.350),
+    ("ret_evidence_top", 0.479),
+    ("ret_question", 0.795),
+    ("ret_question_top", -0.012),
+    ("ret_phrase", 0.741),
+    ("ret_phrase_top", 1.788),
+    ("dense", 0.093),
     ("neighbor", 1.054),
-    ("rank_question", 0.518),
-    ("rank_phrase", 0.363),
-    ("others_anchored", -0.939),
-    ("coverage", 0.068),
-    ("coverage_gap", -0.786),
-    ("own_cover", -0.435),
-    ("only_cover", 0.778),
-    ("others_cover", -0.629),
-    ("small_schema", 0.310),
-    ("no_evidence", 1.195),
+    ("rank_question", 0.516),
+    ("rank_phrase", 0.324),
+    ("others_anchored", -0.928),
+    ("coverage", 0.061),
+    ("coverage_gap", -0.714),
+    ("own_cover", -0.430),
+    ("only_cover", 0.815),
+    ("others_cover", -0.678),
+    ("small_schema", 0.322),
+    ("no_evidence", 1.205),
 )
 
 # Fitted the same way on the same questions with their knowledge entries removed.
 QUESTION_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("bias", -2.364),
-    ("anchor", 0.515),
-    ("anchor_shared", -0.012),
+    ("bias", -2.379),
+    ("anchor", 0.512),
+    ("anchor_shared", 0.002),
     ("anchor_resolved", 0.047),
     ("evidence_word", 0.000),
     ("evidence_word_shared", 0.000),
-    ("table_named", 1.820),
-    ("column_phrase", 2.002),
-    ("column_phrase_shared", -0.027),
-    ("value", 1.131),
-    ("value_shared", 0.057),
-    ("value_mention", 1.131),
-    ("value_desc_word", -0.187),
+    ("table_named", 1.803),
+    ("column_phrase", 2.004),
+    ("column_phrase_shared", -0.031),
+    ("value", 1.136),
+    ("value_shared", 0.092),
+    ("value_mention", 1.136),
+    ("value_desc_word", -0.176),
     ("lex_evidence", 0.000),
-    ("lex_question", 1.199),
-    ("lex_phrase", -0.298),
+    ("lex_question", 1.145),
+    ("lex_phrase", -0.270),
     ("ret_evidence", 0.000),
     ("ret_evidence_top", 0.000),
-    ("ret_question", 1.041),
-    ("ret_question_top", 0.012),
-    ("ret_phrase", 1.372),
-    ("ret_phrase_top", 1.592),
-    ("dense", -0.508),
-    ("neighbor", 0.979),
-    ("rank_question", 0.634),
-    ("rank_phrase", 1.134),
-    ("others_anchored", -1.040),
-    ("coverage", 0.363),
-    ("coverage_gap", -0.431),
-    ("own_cover", 0.047),
-    ("only_cover", 1.316),
-    ("others_cover", -1.380),
-    ("small_schema", 0.145),
+    ("ret_question", 1.076),
+    ("ret_question_top", 0.077),
+    ("ret_phrase", 1.381),
+    ("ret_phrase_top", 1.674),
+    ("dense", -0.486),
+    ("neighbor", 0.983),
+    ("rank_question", 0.538),
+    ("rank_phrase", 1.105),
+    ("others_anchored", -1.028),
+    ("coverage", 0.340),
+    ("coverage_gap", -0.391),
+    ("own_cover", 0.077),
+    ("only_cover", 1.332),
+    ("others_cover", -1.404),
+    ("small_schema", 0.164),
     ("no_evidence", -0.000),
 )
 
@@ -454,6 +455,17 @@ def _value_signals(
                     board[t].note("value_mention", 1.0 / len(found), f"holds the value '{' '.join(gram)}'", 0.7)
 
 
+def _rrf(scores: npt.NDArray[np.float32], k: int, depth: int, positive_only: bool) -> npt.NDArray[np.float32]:
+    """Reciprocal-rank contributions 1 / (k + rank) of each row's top `depth` entries, zero elsewhere."""
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+    contribution = np.broadcast_to(1.0 / (k + np.arange(1, order.shape[1] + 1, dtype=np.float32)), order.shape)
+    if positive_only:
+        contribution = np.where(np.take_along_axis(scores, order, axis=1) > 0, contribution, 0.0)
+    out = np.zeros(scores.shape, np.float32)
+    np.put_along_axis(out, order, contribution.astype(np.float32), axis=1)
+    return out
+
+
 def _retrieval_signals(
     evidence_units: list[str],
     question_units: list[str],
@@ -472,54 +484,61 @@ def _retrieval_signals(
     visible = np.array([(d.table, d.column) in lexicon.visible for d in index.docs])
     if not visible.any():
         return
+    names = list(board)
+    position = {name: i for i, name in enumerate(names)}
+    owner = np.array([position.get(lexicon.join_columns.get((d.table, d.column), d.table), -1) for d in index.docs])
+    visible &= owner >= 0
+    holder = np.array([position.get(d.table, -1) for d in index.docs])
+    lexical = index.bm25_matrix(units)
+    lexical[:, ~visible] = 0.0
     dense = index.vectors.all_scores(index.embed(units))
     dense[:, ~visible] = -1.0
     k = settings.rrf_k
-    top = 2.0 / (k + 1)
-    table_of = [lexicon.join_columns.get((d.table, d.column), d.table) for d in index.docs]
+    fused = _rrf(lexical, k, 50, True) + _rrf(dense, k, 50, False)
+    fused[:, ~visible] = 0.0
+    count = len(units)
+    table_fused = np.zeros((count, len(names)), np.float32)
+    table_lexical = np.zeros((count, len(names)), np.float32)
+    best_doc = np.zeros((count, len(names)), np.int64)
+    for t in range(len(names)):
+        members = np.flatnonzero(owner == t)
+        if len(members) == 0:
+            continue
+        block = fused[:, members]
+        best = block.argmax(axis=1)
+        best_doc[:, t] = members[best]
+        table_fused[:, t] = block[np.arange(count), best]
+    for t in range(len(names)):
+        holders = np.flatnonzero(holder == t)
+        if len(holders):
+            table_lexical[:, t] = lexical[:, holders].max(axis=1)
+    top_lexical = table_lexical.max(axis=1, keepdims=True)
+    table_lexical = np.divide(table_lexical, top_lexical, out=np.zeros_like(table_lexical), where=top_lexical > 0)
+    relative = table_fused / (2.0 / (k + 1))
+    rank_order = np.argsort(-table_fused, axis=1, kind="stable")
     runs = max(1, len(question_units) - 1)
     for row, text in enumerate(units):
-        lexical = index.bm25_scores(text)
-        lexical[~visible] = 0.0
-        fused = np.zeros(len(index.docs), np.float32)
-        lex_order = np.argsort(-lexical)[:50]
-        ranks = np.arange(1, len(lex_order) + 1)
-        fused[lex_order] += np.where(lexical[lex_order] > 0, 1.0 / (k + ranks), 0.0)
-        dense_order = np.argsort(-dense[row])[:50]
-        fused[dense_order] += 1.0 / (k + np.arange(1, len(dense_order) + 1))
-        best: dict[str, tuple[float, int]] = {}
-        for i in np.argsort(-fused)[:200]:
-            if fused[i] <= 0:
-                break
-            if table_of[i] not in best:
-                best[table_of[i]] = (float(fused[i]), int(i))
         is_evidence = row < len(evidence_units)
         is_question = row == len(evidence_units)
-        lex_feature = "lex_evidence" if is_evidence else "lex_question" if is_question else "lex_phrase"
-        top_lexical = float(lexical.max())
-        if top_lexical > 0:
-            per_table = np.zeros(len(index.tables), np.float32)
-            np.maximum.at(per_table, index.doc_table, lexical)
-            for position in np.flatnonzero(per_table):
-                name = index.tables[position]
-                if name in board:
-                    board[name].note(lex_feature, float(per_table[position]) / top_lexical)
-        for rank, (table, (score, doc)) in enumerate(best.items(), start=1):
-            relative = score / top
-            entry = board[table]
+        kind = "evidence" if is_evidence else "question" if is_question else "phrase"
+        for rank, t in enumerate(rank_order[row], start=1):
+            score = float(relative[row, t])
+            if score <= 0:
+                break
+            entry = board[names[t]]
+            doc = int(best_doc[row, t])
             entry.note("dense", float(dense[row, doc]))
-            reason = f"its column `{index.docs[doc].column}` matches \u201c{text[:40]}\u201d"
-            if is_evidence:
-                entry.note("ret_evidence", relative, reason, 0.6 * relative)
-                if rank == 1:
-                    entry.note("ret_evidence_top", 1.0)
-            elif is_question:
-                entry.note("ret_question", relative, reason, 0.5 * relative)
-                if rank == 1:
-                    entry.note("ret_question_top", 1.0)
-            else:
-                entry.note("ret_phrase", relative, reason, 0.5 * relative)
-                if rank == 1:
+            if table_lexical[row, t] > 0:
+                entry.note(f"lex_{kind}", float(table_lexical[row, t]))
+            strength = (0.6 if is_evidence else 0.5) * score
+            reason = ""
+            if strength > entry.reason_strength:
+                reason = f"its column `{index.docs[doc].column}` matches \u201c{text[:40]}\u201d"
+            entry.note(f"ret_{kind}", score, reason, strength)
+            if rank == 1:
+                if is_evidence or is_question:
+                    entry.note(f"ret_{kind}_top", 1.0)
+                else:
                     entry.features["ret_phrase_top"] = entry.features.get("ret_phrase_top", 0.0) + 1.0 / runs
 
 

@@ -58,7 +58,21 @@ class WordLlamaEmbedder:
     def embed(self, texts: list[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(_wordllama_model(self.dim).embed(texts, norm=False))
+        model = _wordllama_model(self.dim)
+        if len(texts) > 64:
+            return _normalise(model.embed(texts, norm=False))
+        # A few short texts (one question's phrases): encode one by one, since the batch encoder's thread
+        # pool costs milliseconds per call. Same result: the mean of the token vectors.
+        table = model.embedding
+        encoded = [model.tokenizer.encode(text, add_special_tokens=False).ids for text in texts]
+        lengths = np.array([len(ids) for ids in encoded])
+        rows = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
+        if lengths.sum():
+            flat = np.minimum(np.fromiter((i for ids in encoded for i in ids), dtype=np.int64), len(table) - 1)
+            starts = np.r_[0, np.cumsum(lengths)[:-1]]
+            filled = lengths > 0
+            rows[filled] = np.add.reduceat(table[flat], starts[filled], axis=0) / lengths[filled, None]
+        return _normalise(rows)
 
 
 class MiniLMOnnxEmbedder:

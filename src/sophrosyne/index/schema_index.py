@@ -23,6 +23,7 @@ from sophrosyne.index.text import split_identifier, tokenize
 from sophrosyne.index.vectors import VectorIndex
 
 INDEX_VERSION = 1
+DENSE_BM25_LIMIT = 20_000_000  # vocabulary x documents below which BM25 runs as one matrix product
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 Progress = Callable[[str, int, int], None]
 """Called as progress(stage, done, total) while an index is built."""
@@ -105,6 +106,7 @@ class SchemaIndex:
         self.embedder = embedder
         self.key = key
         self.build_s = 0.0
+        self._bm25_dense: npt.NDArray[np.float32] | None = None
         self.tables = sorted({d.table for d in docs})
         self.doc_table = np.array([self.tables.index(d.table) for d in docs], dtype=np.int64)
 
@@ -174,6 +176,29 @@ class SchemaIndex:
         if not tokens or not self.docs:
             return np.zeros(len(self.docs), np.float32)
         return np.asarray(self.bm25.get_scores(tokens), dtype=np.float32)
+
+    def bm25_matrix(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """BM25 scores of several queries against every document (rows: queries), in one product when small."""
+        if not self.docs:
+            return np.zeros((len(texts), 0), np.float32)
+        vocab: dict[str, int] = self.bm25.vocab_dict
+        if len(vocab) * len(self.docs) > DENSE_BM25_LIMIT:
+            return np.stack([self.bm25_scores(t) for t in texts]) if texts else np.zeros((0, len(self.docs)))
+        if self._bm25_dense is None:
+            scores = self.bm25.scores
+            matrix = np.zeros((len(vocab), len(self.docs)), np.float32)
+            indptr, indices, data = scores["indptr"], scores["indices"], scores["data"]
+            for token in range(len(indptr) - 1):
+                matrix[token, indices[indptr[token] : indptr[token + 1]]] = data[indptr[token] : indptr[token + 1]]
+            self._bm25_dense = matrix
+        counts = np.zeros((len(texts), len(vocab)), np.float32)
+        for row, text in enumerate(texts):
+            for token in tokenize(text):
+                column = vocab.get(token)
+                if column is not None:
+                    counts[row, column] += 1.0
+        result: npt.NDArray[np.float32] = counts @ self._bm25_dense
+        return result
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self.embedder.embed(list(texts))

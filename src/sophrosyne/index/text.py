@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _DIGITS = re.compile(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
@@ -27,12 +28,18 @@ QUERY_NOISE = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
+def _split(name: str) -> tuple[str, ...]:
+    spaced = _DIGITS.sub(" ", _CAMEL.sub(" ", name))
+    return tuple(w.lower() for w in _NON_WORD.split(spaced) if w)
+
+
 def split_identifier(name: str) -> list[str]:
     """Words of an identifier: `setCode` -> [set, code]; `T1.customer_id2` -> [t, 1, customer, id, 2]."""
-    spaced = _DIGITS.sub(" ", _CAMEL.sub(" ", name))
-    return [w.lower() for w in _NON_WORD.split(spaced) if w]
+    return list(_split(name))
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light plural/verb-form stemmer: enough to match `schools` with `school` and `cities` with `city`."""
     if len(word) <= 3 or word.isdigit():
