@@ -183,13 +183,14 @@ class SchemaIndex:
             return np.zeros((len(texts), 0), np.float32)
         vocab: dict[str, int] = self.bm25.vocab_dict
         if len(vocab) * len(self.docs) > DENSE_BM25_LIMIT:
-            return np.stack([self.bm25_scores(t) for t in texts]) if texts else np.zeros((0, len(self.docs)))
+            rows = [self.bm25_scores(t) for t in texts]
+            return np.stack(rows) if rows else np.zeros((0, len(self.docs)), np.float32)
         if self._bm25_dense is None:
             scores = self.bm25.scores
             matrix = np.zeros((len(vocab), len(self.docs)), np.float32)
             indptr, indices, data = scores["indptr"], scores["indices"], scores["data"]
-            for token in range(len(indptr) - 1):
-                matrix[token, indices[indptr[token] : indptr[token + 1]]] = data[indptr[token] : indptr[token + 1]]
+            for term in range(len(indptr) - 1):
+                matrix[term, indices[indptr[term] : indptr[term + 1]]] = data[indptr[term] : indptr[term + 1]]
             self._bm25_dense = matrix
         counts = np.zeros((len(texts), len(vocab)), np.float32)
         for row, text in enumerate(texts):
