@@ -602,3 +602,16 @@ def test_generated_queries_are_fixed_by_the_seed(tmp_path: Path) -> None:
     seen.clear()
     collect()
     assert seen == first
+
+
+def test_filter_rows_keeps_every_row_the_rewrite_returns(sqlite_pair: Pair) -> None:
+    """The post-execution layer never drops a row of a correct rewrite (dept has a scope: its region)."""
+    assert ROLE.row_scope("dept") == {"region": {"eu", "apac"}}
+    for table in VISIBLE:
+        expression = sqlglot.parse_one(f"SELECT * FROM {table}", read="sqlite")
+        assert ROLE.scoped_table(expression) == table
+        rows = sqlite_pair.run_full(ROLE.rewrite(expression, catalog(), "sqlite").sql(dialect="sqlite"))
+        assert rows and ROLE.filter_rows(table, [c for c, _ in VISIBLE[table]], rows) == rows
+    unfiltered = sqlite_pair.run_full("SELECT code, name, region FROM dept")
+    kept = ROLE.filter_rows("dept", ["code", "name", "region"], unfiltered)
+    assert 0 < len(kept) < len(unfiltered)
