@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
@@ -54,6 +55,22 @@ class Session:
 
     def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
         return self.portal.call(functools.partial(self.client.call_tool, name, arguments))
+
+    def call_many(self, calls: list[tuple[str, dict[str, Any]]]) -> list[CallToolResult]:
+        """Send the calls at once, as an agent running tools in parallel does."""
+
+        async def run_all() -> list[CallToolResult]:
+            results: list[CallToolResult | None] = [None] * len(calls)
+
+            async def one(i: int, name: str, arguments: dict[str, Any]) -> None:
+                results[i] = await self.client.call_tool(name, arguments)
+
+            async with anyio.create_task_group() as group:
+                for i, (name, arguments) in enumerate(calls):
+                    group.start_soon(one, i, name, arguments)
+            return [r for r in results if r is not None]
+
+        return self.portal.call(run_all)
 
     @property
     def instructions(self) -> str:
@@ -205,6 +222,16 @@ def test_fixable_errors_reach_the_client(session: Session) -> None:
     result = session.call("execute_sql", {"sql": "SELECT full_nam FROM employees"})
     assert result.is_error
     assert "full_name" in text_of(result)
+
+
+def test_parallel_calls(session: Session) -> None:
+    count = "SELECT COUNT(*) AS n FROM employees WHERE employee_id <= {}"
+    calls = [("execute_sql", {"sql": count.format(i)}) for i in range(8)]
+    calls += [("describe_table", {"table": t}) for t in ("employees", "notes", "departments")]
+    results = session.call_many(calls)
+    assert not any(r.is_error for r in results)
+    counts = [(r.structured_content or {})["rows"][0][0] for r in results[:8]]
+    assert counts == list(range(8))
 
 
 def test_invalid_arguments_are_refused(session: Session) -> None:
