@@ -204,15 +204,23 @@ class SchemaIndex:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self.embedder.embed(list(texts))
 
-    def search(self, query: str, k: int = 10, depth: int = 100) -> list[ColumnHit]:
-        """The k best columns for a query: BM25 and dense rankings fused by reciprocal rank fusion."""
+    def search(self, query: str, k: int = 10, depth: int = 100, visible: Catalog | None = None) -> list[ColumnHit]:
+        """The k best columns for a query: BM25 and dense rankings fused by reciprocal rank fusion.
+
+        With `visible` (a role's restricted catalog), columns it does not hold never appear."""
         if not self.docs or not query.strip():
             return []
+        allowed = None
+        if visible is not None:
+            allowed = {(t.name, c.name) for t in visible.tables.values() for c in t.columns}
         depth = max(k, depth)
         lexical = self.bm25_scores(query)
         lex_top = [int(i) for i in np.argsort(-lexical)[:depth] if lexical[i] > 0]
         _, dense_ids = self.vectors.search(self.embed([query]), depth)
         dense_top = [int(i) for i in dense_ids[0] if i >= 0]
+        if allowed is not None:
+            lex_top = [i for i in lex_top if (self.docs[i].table, self.docs[i].column) in allowed]
+            dense_top = [i for i in dense_top if (self.docs[i].table, self.docs[i].column) in allowed]
         fused: dict[int, float] = {}
         for ranking in (lex_top, dense_top):
             for rank, doc in enumerate(ranking, start=1):

@@ -113,6 +113,32 @@ class ValueIndex:
         return cls([tuple(c) for c in data["columns"]], data["values"], data["complete"])
 
 
+def values_path(cache_dir: Path, catalog: Catalog) -> Path:
+    from sophrosyne.index.schema_index import schema_key
+
+    return Path(cache_dir) / "values" / f"{schema_key(catalog, 'values')[:24]}.json"
+
+
+def load_or_build_values(
+    catalog: Catalog, cache_dir: Path, source: Any, budget: ValueBudget | None = None
+) -> ValueIndex:
+    """The cached value index of this schema, else one read from `source` (a SQLite path, or a SQLAlchemy
+    Engine or Connection) and saved. Data changes do not change the key: rebuild with `sophrosyne index`."""
+    path = values_path(cache_dir, catalog)
+    if path.exists():
+        try:
+            return ValueIndex.load(path)
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged cache entry is rebuilt below
+    if isinstance(source, (str, Path)):
+        index = ValueIndex.from_sqlite(catalog, Path(source), budget)
+    else:
+        index = ValueIndex.from_sqlalchemy(catalog, source, budget)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    index.save(path)
+    return index
+
+
 def _is_text(type_name: str) -> bool:
     lowered = (type_name or "").lower()
     return not lowered or any(t in lowered for t in TEXT_TYPES)
