@@ -70,6 +70,13 @@ _DEFAULT_SCHEMA = {"sqlite": "main", "duckdb": "main", "postgres": "public"}
 _FORWARD_CTE_REFERENCES = {"sqlite"}  # even without RECURSIVE
 _FORWARD_CTE_REFERENCES_IF_RECURSIVE = {"sqlite", "postgres"}
 
+# A filtered CTE must be evaluated before the query's own predicates: else the planner may run a predicate
+# such as CAST(name AS INTEGER) = 1 on a row the filter drops, and its error (or its absence) tells about
+# that row. MATERIALIZED fences PostgreSQL, DuckDB and SQLite; a LIMIT stops merging and condition
+# push-down into the CTE on MySQL and MariaDB (and push-down on SQLite).
+_MATERIALIZE = {"postgres", "duckdb", "sqlite"}
+_LIMIT_FENCE = {"mysql": "18446744073709551615", "sqlite": "-1"}
+
 
 @dataclass
 class TableRule:
@@ -316,6 +323,8 @@ class _Rewriter:
             raise RejectedSQL("only a query can be rewritten for a role")
         self.taken = {n.lower() for n in _all_names(tree)}
         self._check_functions(tree)
+        for node in tree.walk():
+            node.comments = None  # the engine sees only what the rewrite saw
         self._walk(tree, {})
         if not self.secured:
             return tree
@@ -456,7 +465,12 @@ class _Rewriter:
             for inner in predicate.find_all(exp.Table):
                 inner.replace(self._base_by_name(inner))
             body = body.where(predicate)
-        return exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(cte_name)))
+            if self.dialect_name in _LIMIT_FENCE:
+                body = body.limit(_LIMIT_FENCE[self.dialect_name])
+        cte = exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(cte_name)))
+        if rule is not None and rule.row_filter and self.dialect_name in _MATERIALIZE:
+            cte.set("materialized", True)
+        return cte
 
     def _base(self, table: Table) -> exp.Table:
         """The base table itself. SQLite lets a CTE see later siblings, so `main.` pins the real table;

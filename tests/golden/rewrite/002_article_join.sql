@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT COUNT(DISTINCT a.employee_id) AS absent_count FROM absence_records a JOIN employees e ON a.employee_id = e.employee_id WHERE e.department = 'D042' AND a.absence_date >= '2025-11-01'
 -- expected:
-WITH _sec_absence_records AS (
+WITH _sec_absence_records AS MATERIALIZED (
   SELECT
     "absence_id",
     "employee_id",
@@ -17,7 +17,8 @@ WITH _sec_absence_records AS (
       WHERE
         e.department = 'D042'
     )
-), _sec_employees AS (
+  LIMIT -1
+), _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -26,6 +27,7 @@ WITH _sec_absence_records AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
+  LIMIT -1
 )
 SELECT
   COUNT(DISTINCT a.employee_id) AS absent_count

@@ -8,7 +8,7 @@ WITH _sec_departments AS (
     "dept_name",
     "budget"
   FROM "main"."departments"
-), _sec_employees AS (
+), _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -17,6 +17,7 @@ WITH _sec_departments AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
+  LIMIT -1
 )
 SELECT
   d.dept_name

@@ -2,7 +2,7 @@
 -- dialect: sqlite
 WITH sick AS (SELECT employee_id FROM absence_records WHERE reason = 'sick') SELECT e.name FROM employees e JOIN sick s ON s.employee_id = e.employee_id
 -- expected:
-WITH _sec_absence_records AS (
+WITH _sec_absence_records AS MATERIALIZED (
   SELECT
     "absence_id",
     "employee_id",
@@ -17,7 +17,8 @@ WITH _sec_absence_records AS (
       WHERE
         e.department = 'D042'
     )
-), _sec_employees AS (
+  LIMIT -1
+), _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -26,6 +27,7 @@ WITH _sec_absence_records AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
+  LIMIT -1
 ), sick AS (
   SELECT
     employee_id

@@ -2,7 +2,7 @@
 -- dialect: sqlite
 WITH departments AS (SELECT 'X' AS dept_code) SELECT d.dept_code, e.name FROM departments d JOIN employees e ON e.department = d.dept_code
 -- expected:
-WITH _sec_employees AS (
+WITH _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -11,6 +11,7 @@ WITH _sec_employees AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
+  LIMIT -1
 ), departments AS (
   SELECT
     'X' AS dept_code

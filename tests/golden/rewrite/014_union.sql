@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT employee_id FROM employees UNION SELECT employee_id FROM absence_records
 -- expected:
-WITH _sec_employees AS (
+WITH _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -11,7 +11,8 @@ WITH _sec_employees AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-), _sec_absence_records AS (
+  LIMIT -1
+), _sec_absence_records AS MATERIALIZED (
   SELECT
     "absence_id",
     "employee_id",
@@ -26,6 +27,7 @@ WITH _sec_employees AS (
       WHERE
         e.department = 'D042'
     )
+  LIMIT -1
 )
 SELECT
   employee_id

@@ -8,7 +8,7 @@ WITH _sec_departments AS (
     "dept_name",
     "budget"
   FROM "departments"
-), _sec_employees AS (
+), _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",

@@ -2,7 +2,7 @@
 -- dialect: postgres
 SELECT e.name FROM public.employees AS e
 -- expected:
-WITH _sec_employees AS (
+WITH _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",

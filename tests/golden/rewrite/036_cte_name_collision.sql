@@ -2,7 +2,7 @@
 -- dialect: sqlite
 WITH _sec_employees AS (SELECT 1 AS x) SELECT * FROM employees, _sec_employees
 -- expected:
-WITH _sec_employees_1 AS (
+WITH _sec_employees_1 AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -11,6 +11,7 @@ WITH _sec_employees_1 AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
+  LIMIT -1
 ), _sec_employees AS (
   SELECT
     1 AS x

@@ -2,7 +2,7 @@
 -- dialect: postgres
 WITH RECURSIVE employees(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM employees WHERE n < 3) SELECT * FROM absence_records, employees
 -- expected:
-WITH RECURSIVE _sec_absence_records AS (
+WITH RECURSIVE _sec_absence_records AS MATERIALIZED (
   SELECT
     "absence_id",
     "employee_id",

@@ -8,7 +8,7 @@ WITH _sec_departments AS (
     "dept_name",
     "budget"
   FROM "main"."departments"
-), _sec_employees AS (
+), _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -17,7 +17,8 @@ WITH _sec_departments AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-), _sec_absence_records AS (
+  LIMIT -1
+), _sec_absence_records AS MATERIALIZED (
   SELECT
     "absence_id",
     "employee_id",
@@ -32,6 +33,7 @@ WITH _sec_departments AS (
       WHERE
         e.department = 'D042'
     )
+  LIMIT -1
 )
 SELECT
   d.dept_code
