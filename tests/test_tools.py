@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.engines import EMPLOYEES, LONG_BODY
+from fixtures.engines import COLUMN_COMMENT, EMPLOYEES, LONG_BODY, TABLE_COMMENT
 from sophrosyne.catalog import Column, Table, group_tables
 from sophrosyne.connection import Database, open_database
 from sophrosyne.environment import Environment
@@ -101,6 +101,18 @@ def test_describe_table_foreign_keys_both_directions(env: Environment) -> None:
     departments = env.describe_table("departments")
     assert departments.references == []
     assert departments.referenced_by == ["employees.department -> dept_code"]
+
+
+def test_comments_become_descriptions(env: Environment, engine: str) -> None:
+    if engine == "sqlite":
+        pytest.skip("SQLite keeps no comments; BIRD description files are tested in test_connection")
+    (employees,) = [t for t in env.list_tables().tables if t.name == "employees"]
+    assert employees.description == TABLE_COMMENT
+    described = env.describe_table("employees")
+    assert described.description == TABLE_COMMENT
+    department = next(c for c in described.columns if c.name == "department")
+    assert department.description == COLUMN_COMMENT
+    assert department.key == "FK -> departments.dept_code"
 
 
 def test_describe_table_null_share(env: Environment) -> None:
