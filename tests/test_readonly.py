@@ -192,6 +192,14 @@ def test_search_terms_are_values_not_sql(env: Environment) -> None:
         assert all(v.score != 100 for v in env.get_distinct_values("notes", "body", search=term).values), term
 
 
+@pytest.mark.usefixtures("unchanged")
+def test_questions_and_knowledge_are_text_not_sql(env: Environment) -> None:
+    for text in HOSTILE_TERMS + HOSTILE_NAMES:
+        listing = env.list_tables(question=text, knowledge=text)
+        assert {t.name for t in listing.tables} >= {"notes", "employees"}
+    assert env.list_sources()[0].tables == 6
+
+
 def test_nul_in_a_term_is_refused_cleanly(env: Environment) -> None:
     """A NUL cannot be sent safely to every engine: refusing it with a reason is fine, crashing is not."""
     for call in (lambda: env.find_rows("a\x00b"), lambda: env.get_distinct_values("notes", "body", search="a\x00b")):
