@@ -60,10 +60,11 @@ class DirectiveSettings:
     threshold: float = 0.14  # tables whose fitted probability of being needed is below this are flagged
     high_tier: float = 0.04  # ... and below this they are flagged with high confidence
     min_tables: int = 2  # abstain on schemas this small or smaller
-    max_bridge_hops: int = 3
+    max_bridge_hops: int = 4
     rrf_k: int = 5
     values: bool = True
     keep_best: bool = True  # never flag the best-scoring table
+    keep_shared_anchors: bool = False  # keep every holder of a column the knowledge names, unless one is anchored
     explained_threshold: float = 0.0  # higher threshold used when the kept tables hold every schema word
     weights: tuple[tuple[str, float], ...] = ()  # empty: DEFAULT_WEIGHTS
     question_weights: tuple[tuple[str, float], ...] = ()  # without knowledge; empty: QUESTION_WEIGHTS
@@ -186,7 +187,7 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
 _BACKTICK = re.compile(r"`([^`]+)`|\[([^\]]+)\]")
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|“([^”]+)”")
 _COMPARED = re.compile(
-    r"([A-Za-z_][\w.]*|`[^`]+`)\s*(?:=|==|!=|<>|>=|<=|>|<|\s(?:not\s+)?like\s|\s(?:not\s+)?in\s*\(|\sbetween\s|\sis\s)",
+    r"([A-Za-z_][\w.]*)\s*(?:=|==|!=|<>|>=|<=|>|<|\s(?:not\s+)?like\s|\s(?:not\s+)?in\s*\(|\sbetween\s|\sis\s+(?:not\s+)?null)",
     re.IGNORECASE,
 )
 _CALL_ARG = re.compile(r"\(\s*([A-Za-z_][\w.]*)")
@@ -200,18 +201,18 @@ def infer_identifiers(evidence: str) -> tuple[list[str], list[str]]:
     strong: list[str] = []
     for match in _BACKTICK.finditer(evidence):
         strong.append(match.group(1) or match.group(2))
-    unquoted = _QUOTED.sub(" ", _BACKTICK.sub(" ", evidence))
-    for match in _COMPARED.finditer(unquoted):
-        strong.append(match.group(1).strip("`"))
-    for match in _CALL_ARG.finditer(unquoted):
-        strong.append(match.group(1))
+    unquoted = _QUOTED.sub(" _value_ ", _BACKTICK.sub(" _ident_ ", evidence))
+    strong += [m.group(1) for m in _COMPARED.finditer(unquoted)]
+    strong += [m.group(1) for m in _CALL_ARG.finditer(unquoted)]
     weak: list[str] = []
     for token in _IDENTIFIER.findall(unquoted):
+        if token in ("_ident_", "_value_"):
+            continue
         if "_" in token or "." in token or re.search(r"[a-z][A-Z]|\d", token):
             strong.append(token)
         else:
             weak.append(token)
-    return strong, weak
+    return [s for s in strong if s not in ("_ident_", "_value_")], weak
 
 
 def quoted_literals(text: str) -> list[str]:
@@ -286,39 +287,39 @@ FEATURES = (
 
 # Fitted by `python -m sophrosyne.bench.tune` on the 6 tuning databases of BIRD dev only.
 DEFAULT_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("bias", -2.611),
-    ("anchor", 2.261),
-    ("anchor_shared", 1.207),
-    ("anchor_resolved", 0.063),
-    ("evidence_word", 0.539),
+    ("bias", -2.615),
+    ("anchor", 2.287),
+    ("anchor_shared", 1.209),
+    ("anchor_resolved", 0.076),
+    ("evidence_word", 0.541),
     ("evidence_word_shared", 1.175),
-    ("table_named", 1.747),
-    ("column_phrase", 1.660),
-    ("column_phrase_shared", 0.079),
-    ("value", 0.905),
+    ("table_named", 1.749),
+    ("column_phrase", 1.651),
+    ("column_phrase_shared", 0.077),
+    ("value", 0.903),
     ("value_shared", 0.309),
     ("value_mention", 1.000),
     ("value_desc_word", -0.042),
     ("lex_evidence", -0.396),
     ("lex_question", 0.954),
-    ("lex_phrase", -0.114),
-    ("ret_evidence", 0.350),
-    ("ret_evidence_top", 0.479),
-    ("ret_question", 0.795),
-    ("ret_question_top", -0.012),
-    ("ret_phrase", 0.741),
-    ("ret_phrase_top", 1.788),
-    ("dense", 0.093),
-    ("neighbor", 1.054),
+    ("lex_phrase", -0.120),
+    ("ret_evidence", 0.351),
+    ("ret_evidence_top", 0.476),
+    ("ret_question", 0.807),
+    ("ret_question_top", -0.015),
+    ("ret_phrase", 0.743),
+    ("ret_phrase_top", 1.783),
+    ("dense", 0.092),
+    ("neighbor", 1.062),
     ("rank_question", 0.516),
     ("rank_phrase", 0.324),
-    ("others_anchored", -0.928),
-    ("coverage", 0.061),
+    ("others_anchored", -0.932),
+    ("coverage", 0.060),
     ("coverage_gap", -0.714),
-    ("own_cover", -0.430),
-    ("only_cover", 0.815),
-    ("others_cover", -0.678),
-    ("small_schema", 0.322),
+    ("own_cover", -0.427),
+    ("only_cover", 0.813),
+    ("others_cover", -0.677),
+    ("small_schema", 0.324),
     ("no_evidence", 1.205),
 )
 
@@ -381,7 +382,7 @@ def _phrase_in(phrase: str, text: str) -> bool:
     return bool(phrase) and f" {phrase} " in text
 
 
-def _name_signals(question: str, evidence: str, lexicon: Lexicon, board: dict[str, _Evidence]) -> None:
+def _name_signals(question: str, evidence: str, lexicon: Lexicon, board: dict[str, _Evidence]) -> list[list[str]]:
     """Exact names: columns written in the evidence, table and column names in the text."""
     strong, weak = infer_identifiers(evidence)
     strong += [i for i in infer_identifiers(question)[0] if "_" in i or "." in i]
@@ -425,6 +426,7 @@ def _name_signals(question: str, evidence: str, lexicon: Lexicon, board: dict[st
             feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
             for t in tables:
                 board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`", 0.8)
+    return [holders for _, holders in anchored]
 
 
 def _value_signals(
@@ -585,6 +587,7 @@ class TableScores:
     lexicon: Lexicon
     abstain_note: str = ""
     schema_words: set[str] = field(default_factory=set)  # words of the question that are schema name words
+    anchor_groups: list[list[str]] = field(default_factory=list)  # holders of each column the knowledge names
 
     @property
     def scores(self) -> dict[str, float]:
@@ -606,7 +609,7 @@ def score_tables(
     board = {t: _Evidence() for t in catalog.tables}
     if len(board) <= settings.min_tables:
         return TableScores(board, lexicon, "the database has too few tables")
-    _name_signals(question, evidence, lexicon, board)
+    anchor_groups = _name_signals(question, evidence, lexicon, board)
     for word in set(tokenize(question)):
         if len(word) >= 3:
             for t in lexicon.value_words.get(word, ()):
@@ -648,11 +651,19 @@ def score_tables(
         logit = weights.get("bias", 0.0) + sum(weights.get(f, 0.0) * v for f, v in entry.features.items())
         entry.score = float(1.0 / (1.0 + np.exp(-logit)))
     words = set(tokenize(question + " " + evidence)) & lexicon.name_words
-    return TableScores(board, lexicon, schema_words=words)
+    return TableScores(board, lexicon, schema_words=words, anchor_groups=anchor_groups)
 
 
 def _keep(scores: dict[str, float], scored: TableScores, threshold: float, settings: DirectiveSettings) -> set[str]:
     relevant = {t for t, s in scores.items() if s >= threshold}
+    # A column the knowledge writes out is an anchor: its table is kept whatever the model says. When
+    # several tables have that column, the likeliest of them is kept (all of them with keep_shared_anchors).
+    for holders in scored.anchor_groups:
+        if len(holders) == 1 or settings.keep_shared_anchors:
+            relevant |= set(holders)
+        elif not relevant & set(holders):
+            best = max(scores[t] for t in holders)
+            relevant |= {t for t in holders if scores[t] == best}
     if relevant and settings.keep_best:
         relevant.add(max(scores, key=lambda t: scores[t]))
     if relevant:

@@ -1,0 +1,171 @@
+"""The offline schema index: tokens, fusion, vectors, save/load, cache keyed by the schema, values, embedders."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sophrosyne.bench.datasets import load_catalogs
+from sophrosyne.catalog import Catalog, load_bird_descriptions
+from sophrosyne.index import (
+    ColumnHit,
+    OpenAIEmbedder,
+    SchemaIndex,
+    ValueIndex,
+    WordLlamaEmbedder,
+    load_or_build,
+    reciprocal_rank_fusion,
+    schema_key,
+)
+from sophrosyne.index.text import normalize, split_identifier, stem, tokenize
+from sophrosyne.index.values import load_or_build_values
+from sophrosyne.index.vectors import VectorIndex
+
+FIXTURES = Path(__file__).parent / "fixtures" / "directives"
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    shop = load_catalogs(FIXTURES / "tables.json")["shop"]
+    load_bird_descriptions(shop, FIXTURES / "descriptions" / "shop" / "database_description")
+    return shop
+
+
+@pytest.fixture(scope="module")
+def index(catalog: Catalog) -> SchemaIndex:
+    return SchemaIndex.build(catalog)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("customer_id", ["customer", "id"]),
+        ("setCode", ["set", "code"]),
+        ("HTTPServerName", ["http", "server", "name"]),
+        ("T1.customer_id2", ["t", "1", "customer", "id", "2"]),
+        ("Free Meal Count (K-12)", ["free", "meal", "count", "k", "12"]),
+        ("A11", ["a", "11"]),
+    ],
+)
+def test_split_identifier(name: str, expected: list[str]) -> None:
+    assert split_identifier(name) == expected
+
+
+def test_tokenize_drops_stopwords_and_stems() -> None:
+    assert tokenize("What are the names of the schools in cities?") == ["name", "school", "city"]
+    assert stem("classes") == "class" and stem("status") == "status" and stem("bus") == "bus"
+    assert normalize("set_translations") == normalize("Set Translations") == "set translation"
+
+
+def test_reciprocal_rank_fusion_rewards_agreement() -> None:
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["b", "a", "d"]], k=60)
+    assert [item for item, _ in fused][:2] in (["a", "b"], ["b", "a"])
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert [item for item, _ in fused][-1] in ("c", "d")
+
+
+def test_search_finds_columns_by_words_and_meaning(index: SchemaIndex, catalog: Catalog) -> None:
+    hits = index.search("product name", k=3)
+    assert hits and isinstance(hits[0], ColumnHit)
+    assert (hits[0].table, hits[0].column) == ("products", "productName")
+    assert index.search("membership level", k=1)[0].column == "loyalty_tier"  # from the description
+    restricted = Catalog(tables={k: v for k, v in catalog.tables.items() if k != "products"})
+    assert all(h.table != "products" for h in index.search("product name", k=5, visible=restricted))
+
+
+def test_save_load_round_trip(index: SchemaIndex, tmp_path: Path) -> None:
+    index.save(tmp_path / "ix")
+    loaded = SchemaIndex.load(tmp_path / "ix")
+    assert loaded.key == index.key
+    assert loaded.search("supplier country", k=3) == index.search("supplier country", k=3)
+
+
+def test_load_or_build_reuses_and_rebuilds_on_schema_change(catalog: Catalog, tmp_path: Path) -> None:
+    first = load_or_build(catalog, tmp_path)
+    again = load_or_build(catalog, tmp_path)
+    assert again.key == first.key and again.build_s == 0.0  # loaded, not built
+    changed = load_catalogs(FIXTURES / "tables.json")["shop"]
+    changed.tables["stores"].columns[1].description = "the shop's sign"
+    assert schema_key(changed, "x") != schema_key(catalog, "x")
+    rebuilt = load_or_build(changed, tmp_path)
+    assert rebuilt.key != first.key and rebuilt.build_s > 0
+    assert len(list((tmp_path / "schema").iterdir())) == 2
+
+
+def test_vector_index_ivf_matches_exact_on_top_hit() -> None:
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(3000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    exact = VectorIndex(vectors)
+    ivf = VectorIndex(vectors, exact_limit=1000, nprobe=64)
+    assert exact.kind == "exact" and ivf.kind == "ivf"
+    queries = vectors[:20] + 0.01
+    assert (exact.search(queries, 1)[1][:, 0] == ivf.search(queries, 1)[1][:, 0]).mean() >= 0.95
+
+
+def test_value_index_grounds_literals_within_budget(catalog: Catalog, tmp_path: Path) -> None:
+    path = tmp_path / "shop.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE customers (customer_id INTEGER, full_name TEXT, city TEXT, loyalty_tier TEXT)")
+        db.executemany(
+            "INSERT INTO customers VALUES (?, ?, ?, ?)", [(1, "Ann Lee", "Lyon", "gold"), (2, "Bo", "Nice", "x" * 500)]
+        )
+        db.execute("CREATE TABLE products (product_id INTEGER, productName TEXT, category TEXT, supplier_id INTEGER)")
+        db.execute("INSERT INTO products VALUES (1, 'Tea', 'Drinks', 1)")
+    values = ValueIndex.from_sqlite(catalog, path)
+    assert values.lookup("lyon") == [("customers", "city")]
+    assert values.lookup("  Tea ") == [("products", "productName")]
+    assert values.lookup("x" * 500) == []  # longer than the budget's max_chars
+    assert not values.complete  # tables missing from the file are reported as incomplete
+    cached = load_or_build_values(catalog, tmp_path / "cache", path)
+    assert load_or_build_values(catalog, tmp_path / "cache", path).lookup("Drinks") == cached.lookup("Drinks")
+
+
+def test_wordllama_embeddings_are_unit_vectors_and_batch_independent() -> None:
+    embedder = WordLlamaEmbedder()
+    texts = ["customer city", "", "unit price of an order item"]
+    small = embedder.embed(texts)
+    large = embedder.embed(texts * 40)[:3]
+    assert np.allclose(small, large, atol=1e-5)
+    assert np.allclose(np.linalg.norm(small[[0, 2]], axis=1), 1.0, atol=1e-5)
+
+
+class _Embeddings(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]
+        payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def embeddings_server() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _Embeddings)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_openai_embedder_against_a_scripted_server(embeddings_server: str, catalog: Catalog) -> None:
+    embedder = OpenAIEmbedder(embeddings_server, "text-embedding-3-large", api_key="k", batch_size=4)
+    vectors = embedder.embed(["ab", "abcd", "a"])
+    assert vectors.shape == (3, 3)
+    assert vectors[1, 0] > vectors[0, 0] > vectors[2, 0]  # order kept although the server reversed it
+    index = SchemaIndex.build(catalog, embedder=embedder)
+    assert index.search("city", k=1)[0].column == "city"
