@@ -18,13 +18,14 @@ from sophrosyne.bench.datasets import datasets_root, load_dataset
 from sophrosyne.catalog import Catalog, Column, ForeignKey, Table
 from sophrosyne.index import SchemaIndex, ValueIndex, default_embedder
 
-WORDS = (
+_WORDS_TEXT = (
     "customer order item product price amount date time status type code name first last city country region "
     "store supplier invoice payment account balance credit debit card transaction branch employee salary dept "
     "manager project task hours rate score rank level category brand model year month day quarter total count "
     "average weight height length width volume stock quantity discount tax fee currency language label title "
     "description comment note email phone address zip street latitude longitude start end created updated"
-).split()  # noqa: SIM905
+)
+WORDS = _WORDS_TEXT.split()
 
 
 def synthetic_catalog(columns: int, per_table: int = 20, seed: int = 0) -> Catalog:
