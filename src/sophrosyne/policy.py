@@ -155,7 +155,8 @@ class Role:
                     if self.can_see_table(fk.ref_table) and all(c in visible for c in fk.columns)
                 ],
                 description=table.description,
-                row_estimate=table.row_estimate,
+                # The full table's row count would tell how many rows the filter hides.
+                row_estimate=None if self._has_filter(name) else table.row_estimate,
                 kind=table.kind,
                 schema=table.schema,
             )
@@ -218,6 +219,10 @@ class Role:
                 if inner.find(exp.AggFunc) or isinstance(projection, exp.Window):
                     return None
         return name
+
+    def _has_filter(self, table: str) -> bool:
+        rule = self._rule(table)
+        return rule is not None and bool(rule.row_filter)
 
     def _rule(self, table: str) -> TableRule | None:
         lowered = table.lower()
@@ -387,8 +392,13 @@ class _Rewriter:
             names = [self.key(cte.args["alias"].this) for cte in ctes]
             recursive = bool(with_.args.get("recursive"))
             for i, cte in enumerate(ctes):
-                seen = self._siblings_seen(len(ctes), i, recursive)
-                self._walk(cte.this, {**visible, **{names[j]: ctes[j] for j in seen}})
+                inner = {k: v for k, v in visible.items() if k != names[i]}
+                inner.update({names[j]: ctes[j] for j in self._siblings_seen(len(ctes), i, recursive) if j != i})
+                body = cte.this
+                if (recursive or self.dialect_name in _FORWARD_CTE_REFERENCES) and isinstance(body, exp.Union):
+                    self._walk_recursive_body(body, inner, {**inner, names[i]: cte})
+                else:
+                    self._walk(body, inner)
             visible = {**visible, **dict(zip(names, ctes, strict=True))}
         for child in list(node.iter_expressions()):
             if child is with_:
@@ -396,6 +406,18 @@ class _Rewriter:
             if isinstance(child, exp.Table):
                 self._table(child, visible)
             self._walk(child, visible)
+
+    def _walk_recursive_body(self, body: exp.Union, inner: dict[str, exp.CTE], with_self: dict[str, exp.CTE]) -> None:
+        """Only the recursive term of `anchor UNION [ALL] term` reads the CTE itself: elsewhere its name is
+        the base table (DuckDB reads it there; PostgreSQL refuses it), so it is secured."""
+        if body.args.get("with_") is not None:
+            self._walk(body, inner)
+            return
+        for child in list(body.iter_expressions()):
+            scope = with_self if child is body.expression else inner
+            if isinstance(child, exp.Table):
+                self._table(child, scope)
+            self._walk(child, scope)
 
     def _siblings_seen(self, count: int, index: int, recursive: bool) -> range:
         """Which CTEs of one WITH a CTE body can see; fewer is safe (the rest are secured)."""
