@@ -57,7 +57,8 @@ class Directives:
 class DirectiveSettings:
     """Knobs of the rule-based directives. One setting for every database: no per-database values."""
 
-    threshold: float = 0.14  # tables whose fitted probability of being needed is below this are flagged
+    threshold: float = 0.145  # tables whose fitted probability of being needed is below this are flagged
+    question_threshold: float = 0.165  # the same, for questions that come without knowledge
     high_tier: float = 0.04  # ... and below this they are flagged with high confidence
     min_tables: int = 2  # abstain on schemas this small or smaller
     max_bridge_hops: int = 4
@@ -65,7 +66,6 @@ class DirectiveSettings:
     values: bool = True
     keep_best: bool = True  # never flag the best-scoring table
     keep_shared_anchors: bool = False  # keep every holder of a column the knowledge names, unless one is anchored
-    explained_threshold: float = 0.0  # higher threshold used when the kept tables hold every schema word
     weights: tuple[tuple[str, float], ...] = ()  # empty: DEFAULT_WEIGHTS
     question_weights: tuple[tuple[str, float], ...] = ()  # without knowledge; empty: QUESTION_WEIGHTS
 
@@ -287,40 +287,40 @@ FEATURES = (
 
 # Fitted by `python -m sophrosyne.bench.tune` on the 6 tuning databases of BIRD dev only.
 DEFAULT_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("bias", -2.615),
-    ("anchor", 2.287),
-    ("anchor_shared", 1.209),
-    ("anchor_resolved", 0.076),
-    ("evidence_word", 0.541),
-    ("evidence_word_shared", 1.175),
-    ("table_named", 1.749),
-    ("column_phrase", 1.651),
-    ("column_phrase_shared", 0.077),
-    ("value", 0.903),
-    ("value_shared", 0.309),
-    ("value_mention", 1.000),
-    ("value_desc_word", -0.042),
-    ("lex_evidence", -0.396),
-    ("lex_question", 0.954),
-    ("lex_phrase", -0.120),
-    ("ret_evidence", 0.351),
-    ("ret_evidence_top", 0.476),
-    ("ret_question", 0.807),
-    ("ret_question_top", -0.015),
-    ("ret_phrase", 0.743),
-    ("ret_phrase_top", 1.783),
-    ("dense", 0.092),
-    ("neighbor", 1.062),
-    ("rank_question", 0.516),
-    ("rank_phrase", 0.324),
-    ("others_anchored", -0.932),
-    ("coverage", 0.060),
-    ("coverage_gap", -0.714),
-    ("own_cover", -0.427),
-    ("only_cover", 0.813),
-    ("others_cover", -0.677),
-    ("small_schema", 0.324),
-    ("no_evidence", 1.205),
+    ("bias", -2.698),
+    ("anchor", 2.389),
+    ("anchor_shared", 1.324),
+    ("anchor_resolved", 0.123),
+    ("evidence_word", 0.505),
+    ("evidence_word_shared", 1.221),
+    ("table_named", 1.869),
+    ("column_phrase", 1.638),
+    ("column_phrase_shared", -0.015),
+    ("value", 1.031),
+    ("value_shared", 0.362),
+    ("value_mention", 1.031),
+    ("value_desc_word", -0.062),
+    ("lex_evidence", -0.407),
+    ("lex_question", 0.856),
+    ("lex_phrase", -0.130),
+    ("ret_evidence", 0.450),
+    ("ret_evidence_top", 0.444),
+    ("ret_question", 0.687),
+    ("ret_question_top", -0.007),
+    ("ret_phrase", 0.998),
+    ("ret_phrase_top", 1.555),
+    ("dense", 0.217),
+    ("neighbor", 1.272),
+    ("rank_question", 0.593),
+    ("rank_phrase", 0.260),
+    ("others_anchored", -1.224),
+    ("coverage", -0.019),
+    ("coverage_gap", -0.713),
+    ("own_cover", -0.454),
+    ("only_cover", 0.643),
+    ("others_cover", -0.631),
+    ("small_schema", 0.602),
+    ("no_evidence", 0.000),
 )
 
 # Fitted the same way on the same questions with their knowledge entries removed.
@@ -586,8 +586,8 @@ class TableScores:
     board: dict[str, _Evidence]
     lexicon: Lexicon
     abstain_note: str = ""
-    schema_words: set[str] = field(default_factory=set)  # words of the question that are schema name words
     anchor_groups: list[list[str]] = field(default_factory=list)  # holders of each column the knowledge names
+    has_knowledge: bool = True
 
     @property
     def scores(self) -> dict[str, float]:
@@ -650,8 +650,7 @@ def score_tables(
         entry.features["no_evidence"] = 0.0 if evidence.strip() else 1.0
         logit = weights.get("bias", 0.0) + sum(weights.get(f, 0.0) * v for f, v in entry.features.items())
         entry.score = float(1.0 / (1.0 + np.exp(-logit)))
-    words = set(tokenize(question + " " + evidence)) & lexicon.name_words
-    return TableScores(board, lexicon, schema_words=words, anchor_groups=anchor_groups)
+    return TableScores(board, lexicon, anchor_groups=anchor_groups, has_knowledge=bool(evidence.strip()))
 
 
 def _keep(scores: dict[str, float], scored: TableScores, threshold: float, settings: DirectiveSettings) -> set[str]:
@@ -679,14 +678,8 @@ def decide_directives(scored: TableScores, settings: DirectiveSettings | None = 
     reasons = {t: e.reason for t, e in scored.board.items()}
     if scored.abstain_note:
         return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
-    relevant = _keep(scores, scored, settings.threshold, settings)
-    if settings.explained_threshold > settings.threshold:
-        # When the confidently relevant tables already hold every schema word of the question, the
-        # less likely ones can be flagged at a higher threshold.
-        confident = _keep(scores, scored, settings.explained_threshold, settings)
-        covered = set().union(*(scored.lexicon.table_words.get(t, set()) for t in confident))
-        if confident and scored.schema_words <= covered:
-            relevant = confident
+    threshold = settings.threshold if scored.has_knowledge else settings.question_threshold
+    relevant = _keep(scores, scored, threshold, settings)
     if not relevant:
         note = "nothing in the question matches the schema"
         return Directives(relevant=tables, abstained=True, note=note, scores=scores)
@@ -720,13 +713,22 @@ def compute_directives(
 def paper_directives(
     question: str, knowledge: str | list[str] | None, catalog: Catalog, index: SchemaIndex
 ) -> Directives:
-    """The paper's method without an LLM: column names inferred from the evidence by rules, top-1 table each."""
+    """The paper's method without its LLM: column names inferred from the knowledge by rules (code-like
+    identifiers, plain words that are column names, the described side of `A refers to B`), each searched in
+    the hybrid column index, the table of the top hit kept, every other table flagged. Without knowledge the
+    question is the one query."""
     evidence = "; ".join(knowledge) if isinstance(knowledge, list) else (knowledge or "")
-    strong, _ = infer_identifiers(evidence)
-    queries = [" ".join(split_identifier(s)) for s in dict.fromkeys(strong)] or [question]
+    strong, weak = infer_identifiers(evidence)
+    lexicon = lexicon_for(catalog)
+    names = [*strong, *(w for w in weak if w.lower() in lexicon.raw_columns)]
+    queries = [" ".join(split_identifier(n)) for n in dict.fromkeys(names)]
+    for clause in _CLAUSE.split(evidence):
+        parts = _LINK.split(clause, maxsplit=1)
+        if len(parts) == 2 and parts[0].strip():
+            queries.append(parts[0].strip())
     relevant: set[str] = set()
-    for query in queries:
-        hits = [h for h in index.search(query, k=20) if h.table in catalog.tables]
+    for query in queries or [question]:
+        hits = [h for h in index.search(query, k=20, visible=catalog)]
         if hits:
             relevant.add(hits[0].table)
     flagged = [

@@ -145,7 +145,7 @@ def run_directives_bench(
 
 
 def _with_threshold(settings: DirectiveSettings, threshold: float) -> DirectiveSettings:
-    return replace(settings, threshold=threshold)
+    return replace(settings, threshold=threshold, question_threshold=threshold)
 
 
 def _rates(rows: list[tuple[set[str], set[str], int]]) -> dict[str, float]:
