@@ -535,7 +535,7 @@ def _retrieval_signals(
             strength = (0.6 if is_evidence else 0.5) * score
             reason = ""
             if strength > entry.reason_strength:
-                reason = f"its column `{index.docs[doc].column}` matches \u201c{text[:40]}\u201d"
+                reason = f"`{index.docs[doc].table}.{index.docs[doc].column}` resembles \u201c{text[:40]}\u201d"
             entry.note(f"ret_{kind}", score, reason, strength)
             if rank == 1:
                 if is_evidence or is_question:
