@@ -248,8 +248,6 @@ FILE_ESCAPES: dict[str, list[str]] = {
     "mariadb": ["SELECT * FROM notes INTO OUTFILE '{out}'"],
 }
 FILE_ESCAPE_REASONS = {
-    "sqlite": "connection.py _file_engine: mode=ro does not stop ATTACH/VACUUM INTO from creating a new file; "
-    "set dbapi_conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0) in the connect listener",
     "postgres": "a superuser's READ ONLY transaction may still COPY TO a server file: connect as a role without "
     "pg_write_server_files (documented deployment advice; only the guard stops it here)",
     "mariadb": "a READ ONLY transaction still runs SELECT ... INTO OUTFILE for a user with FILE privilege: connect "

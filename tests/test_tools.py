@@ -25,11 +25,6 @@ SLOW_SQL = {
     "mariadb": "SELECT COUNT(*) FROM absence_records a, absence_records b, absence_records c, absence_records d, "
     "absence_records e, absence_records f",
 }
-SQLITE_LOWER_BUG = (
-    "SQLite's LOWER() folds ASCII only, so find_rows misses 'ÉCOLE' for 'école'; register a Unicode lower in "
-    "connection.py _file_engine's connect listener: dbapi_conn.create_function('lower', 1, lambda v: "
-    "v.lower() if isinstance(v, str) else v, deterministic=True)"
-)
 RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
 
 
@@ -287,9 +282,7 @@ def test_find_rows_terms_are_literal(env: Environment, term: str, note_id: int) 
     assert [row[0] for m in found.matches for row in m.rows] == [note_id]
 
 
-def test_find_rows_ignores_case_beyond_ascii(env: Environment, engine: str, request: pytest.FixtureRequest) -> None:
-    if engine == "sqlite":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=SQLITE_LOWER_BUG))
+def test_find_rows_ignores_case_beyond_ascii(env: Environment) -> None:
     found = env.find_rows("école", table="notes")
     assert [row[0] for m in found.matches for row in m.rows] == [7]
 
@@ -391,14 +384,6 @@ def test_syntax_error_has_position(env: Environment) -> None:
     assert raised.value.column is not None
 
 
-SYNTAX_INTERNALS_BUG = (
-    "guard.py _syntax_error passes sqlglot's `Required keyword: 'this' missing for <class "
-    "'sqlglot.expressions.query.Where'>` to the client; say `the WHERE clause is incomplete` (from the class's "
-    "last name) or drop the text from ` for <class`"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=SYNTAX_INTERNALS_BUG)
 def test_syntax_error_names_no_internals(env: Environment) -> None:
     for sql in ("SELECT * FROM employees WHERE", "SELEC * FROM employees"):
         with pytest.raises(SQLSyntaxError) as raised:

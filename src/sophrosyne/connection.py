@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -134,6 +135,10 @@ class Database:
                 conn.connection.driver_connection.set_progress_handler(None, 0)  # type: ignore[union-attr]
             try:
                 conn.rollback()
+                if self.backend in ("mysql", "mariadb"):
+                    # Session variables outlive the session on a pooled connection: give the deadline back.
+                    variable = "max_statement_time" if self.is_mariadb else "max_execution_time"
+                    conn.exec_driver_sql(f"SET SESSION {variable} = 0")
             finally:
                 conn.close()
 
@@ -242,8 +247,16 @@ def _file_engine(path: Path, kind: str) -> Engine:
     @sa.event.listens_for(engine, "connect")
     def _read_only(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.execute("PRAGMA query_only = 1")
+        # ATTACH and VACUUM INTO create files even on a read-only connection: allow no attached database.
+        dbapi_conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        # SQLite's own LOWER folds ASCII only; agents search names such as 'École' too.
+        dbapi_conn.create_function("lower", 1, _unicode_lower, deterministic=True)
 
     return engine
+
+
+def _unicode_lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
 
 
 def _first_line(exc: BaseException | None) -> str:

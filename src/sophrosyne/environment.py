@@ -295,21 +295,12 @@ class Environment:
     def _search_live(self, t: Table, column: str, search: str, limit: int) -> DistinctValues:
         """Substring matches straight from the engine while the column's values load."""
         col = exp.column(column, quoted=True)
-        text_typed = _is_text(self._column(t, column).type)
-        text: exp.Expression = col if text_typed else exp.cast(col, exp.DataType.build("TEXT"))
-        pattern = exp.Literal.string("%" + _escape_like(search.strip().lower()) + "%")
-        like: exp.Expression
-        if self.dialect in ("postgres", "duckdb"):
-            like = exp.ILike(this=text, expression=pattern)
-        elif self.dialect == "sqlite":  # SQLite's LIKE ignores ASCII case already, and LOWER() doubles its cost
-            like = exp.Like(this=text, expression=pattern)
-        else:
-            like = exp.Like(this=exp.Lower(this=text), expression=pattern)
+        like = self._contains(col, self._column(t, column).type, search)
         rows = self.settings.distinct_scan_rows
         query = (
             exp.select(col, exp.Count(this=exp.Star()).as_("n"))
             .from_(_limited_subquery(_quoted_name(t.name), col, rows))
-            .where(exp.Escape(this=like, expression=exp.Literal.string("!")))
+            .where(like)
             .group_by(col)
             .order_by(exp.Ordered(this=exp.column("n"), desc=True))
             .limit(limit)
@@ -334,6 +325,19 @@ class Environment:
             )
         return DistinctValues(table=t.name, column=column, search=search, values=values, note=note)
 
+    def _contains(self, column: exp.Column, type_name: str, needle: str) -> exp.Expression:
+        """`column` holds `needle`, ignoring case, as cheaply as this engine allows."""
+        text: exp.Expression = column if _is_text(type_name) else exp.cast(column, exp.DataType.build("TEXT"))
+        pattern = exp.Literal.string("%" + _escape_like(needle.strip().lower()) + "%")
+        like: exp.Expression
+        if self.dialect in ("postgres", "duckdb"):
+            like = exp.ILike(this=text, expression=pattern)
+        elif self.dialect == "sqlite" and needle.isascii():
+            like = exp.Like(this=text, expression=pattern)  # SQLite's LIKE ignores ASCII case by itself
+        else:
+            like = exp.Like(this=exp.Lower(this=text), expression=pattern)
+        return exp.Escape(this=like, expression=exp.Literal.string("!"))
+
     @staticmethod
     def _no_match(table: str, column: str, search: str) -> str:
         return f"no value of {table}.{column} resembles {search!r}: do not filter on a guess."
@@ -347,7 +351,6 @@ class Environment:
         limit = max(1, min(limit or self.settings.find_rows_limit, 500))
         tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
         deadline = time.monotonic() + self.settings.timeout_s
-        pattern = exp.Literal.string("%" + _escape_like(term.strip().lower()) + "%")
         matches: list[TableRows] = []
         searched = 0
         for t in tables:
@@ -363,18 +366,8 @@ class Environment:
             if not names:
                 continue
             searched += 1
-            condition = exp.or_(
-                *(
-                    exp.Escape(
-                        this=exp.Like(
-                            this=exp.Lower(this=exp.cast(exp.column(n, quoted=True), exp.DataType.build("TEXT"))),
-                            expression=pattern.copy(),
-                        ),
-                        expression=exp.Literal.string("!"),
-                    )
-                    for n in names
-                )
-            )
+            types = {c.name: c.type for c in t.columns}
+            condition = exp.or_(*(self._contains(exp.column(n, quoted=True), types.get(n, ""), term) for n in names))
             query = exp.select("*").from_(exp.to_table(_quoted_name(t.name))).where(condition).limit(limit)
             try:
                 result = self._query(

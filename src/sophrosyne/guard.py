@@ -205,11 +205,16 @@ def _parse(sql: str, engine: Dialect) -> tuple[list[Token], list[exp.Expr | None
         _parsing.reset(token)
 
 
+_INTERNAL_CLASS = re.compile(r"(?:Required keyword: '\w+' missing)? for <class '(?:[\w.]+\.)?(\w+)'>")
+
+
 def _syntax_error(error: ParseError) -> SQLSyntaxError:
     first = error.errors[0] if error.errors else {}
     line, end_col = first.get("line"), first.get("col")
     near = str(first.get("highlight") or "")
     description = _TOKEN_REPR.sub(lambda m: f"`{m.group(1)}`", str(first.get("description") or error))
+    # sqlglot names its own classes ("... missing for <class 'sqlglot...Where'>"): say the clause instead.
+    description = _INTERNAL_CLASS.sub(lambda m: f"the {m.group(1).upper()} clause is incomplete", description)
     # sqlglot points at the last character of the offending token; readers expect its first.
     column = end_col - len(near) + 1 if isinstance(end_col, int) and near and "\n" not in near else end_col
     where = f" at line {line}, column {column}" if line is not None else ""
