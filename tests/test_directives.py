@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -10,6 +15,7 @@ from sophrosyne.bench.datasets import load_catalogs
 from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.directives import (
     DirectiveSettings,
+    LLMColumnInference,
     compute_directives,
     evidence_units,
     gold_tables,
@@ -125,3 +131,47 @@ def test_paper_baseline_keeps_the_top_table_of_each_inferred_column(catalog: Cat
     directives = paper_directives("Which supplier makes Tea?", "`productName` = 'Tea'; supplier_name", catalog, index)
     assert {"products", "suppliers"} <= set(directives.relevant)
     assert directives.mode == "paper"
+
+
+class _Chat(BaseHTTPRequestHandler):
+    answers: ClassVar[list[str]] = []
+    prompts: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.prompts.append(body["messages"][0]["content"])
+        content = self.answers.pop(0) if self.answers else ""
+        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def chat_server() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _Chat)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_llm_inferred_columns_become_anchors(chat_server: str, catalog: Catalog, index: SchemaIndex) -> None:
+    _Chat.answers[:] = ["- suppliers.country\n- products.category\nnot a column name!"]
+    inference = LLMColumnInference(chat_server, "small-model", api_key="k")
+    settings = DirectiveSettings(threshold=0.99)
+    directives = compute_directives(
+        "Where do the drinks come from?", None, catalog, index, settings=settings, inference=inference
+    )
+    assert {"suppliers", "products"} <= set(directives.relevant)
+    assert "Where do the drinks come from?" in _Chat.prompts[-1] and "suppliers(" in _Chat.prompts[-1]
+
+
+def test_llm_failure_means_no_inferred_names(catalog: Catalog) -> None:
+    assert LLMColumnInference("http://127.0.0.1:9", "m", timeout_s=0.5).infer("q", "", catalog) == []
