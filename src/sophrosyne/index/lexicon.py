@@ -1,0 +1,104 @@
+"""The name lexicon of a catalog: normalised table and column names, their words, and the join graph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sophrosyne.catalog import Catalog
+from sophrosyne.index.text import normalize, tokenize
+
+
+@dataclass
+class Lexicon:
+    """Names, words and join paths of one (role-restricted) catalog, for exact-name matching."""
+
+    tables: list[str]
+    table_phrases: dict[str, list[str]]  # table -> normalised spellings of its name
+    columns: dict[str, list[tuple[str, str]]]  # normalised column name -> (table, column)
+    raw_columns: dict[str, list[tuple[str, str]]]  # lower-cased column name -> (table, column)
+    graph: dict[str, set[str]]
+    value_words: dict[str, set[str]]  # word of a value description -> tables
+    name_words: set[str]  # stemmed words of table and column names
+    table_words: dict[str, set[str]]  # table -> stemmed words of its name and column names
+    visible: set[tuple[str, str]]  # (table, column) the caller may see
+    join_columns: dict[tuple[str, str], str]  # foreign-key column -> the table it points at
+
+
+_LEXICONS: dict[tuple[object, ...], Lexicon] = {}
+
+
+def lexicon_for(catalog: Catalog) -> Lexicon:
+    """The lexicon of a catalog, cached by its names, descriptions and keys."""
+    signature = tuple(
+        (
+            t.name,
+            tuple((c.name, c.readable_name, c.value_description) for c in t.columns),
+            tuple((tuple(fk.columns), fk.ref_table) for fk in t.foreign_keys),
+            tuple(t.primary_key),
+        )
+        for t in catalog.tables.values()
+    )
+    key = (hash(signature), len(signature))
+    cached = _LEXICONS.get(key)
+    if cached is not None:
+        return cached
+    columns: dict[str, list[tuple[str, str]]] = {}
+    raw: dict[str, list[tuple[str, str]]] = {}
+    graph: dict[str, set[str]] = {t: set() for t in catalog.tables}
+    table_phrases: dict[str, list[str]] = {}
+    value_words: dict[str, set[str]] = {}
+    for table in catalog.tables.values():
+        phrases = {normalize(table.name)}
+        table_phrases[table.name] = sorted(p for p in phrases if p)
+        for column in table.columns:
+            for spelling in {normalize(column.name), normalize(column.readable_name)} - {""}:
+                columns.setdefault(spelling, []).append((table.name, column.name))
+            raw.setdefault(column.name.lower(), []).append((table.name, column.name))
+            for word in set(tokenize(column.value_description)):
+                value_words.setdefault(word, set()).add(table.name)
+        for fk in table.foreign_keys:
+            ref = catalog.table(fk.ref_table)
+            if ref is not None and ref.name != table.name:
+                graph[table.name].add(ref.name)
+                graph[ref.name].add(table.name)
+    # Where the schema declares no foreign key, a column named like another table's one-column primary key
+    # joins the two (`customers.CustomerID` <- `yearmonth.CustomerID`). Siblings that merely share a
+    # column, or share plain `id` keys, are not joined.
+    keys = {t.primary_key[0].lower(): t.name for t in catalog.tables.values() if len(t.primary_key) == 1}
+    for name, holders in raw.items():
+        owner = keys.get(name)
+        if owner is None or name == "id" or len(holders) < 2:
+            continue
+        for other, _ in holders:
+            if other != owner:
+                graph[owner].add(other)
+                graph[other].add(owner)
+    table_words = {
+        t.name: {w for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)] for w in tokenize(n)}
+        for t in catalog.tables.values()
+    }
+    name_words = set().union(*table_words.values()) if table_words else set()
+    visible = {(t.name, c.name) for t in catalog.tables.values() for c in t.columns}
+    join_columns = {
+        (t.name, c): ref.name
+        for t in catalog.tables.values()
+        for fk in t.foreign_keys
+        for c in fk.columns
+        if (ref := catalog.table(fk.ref_table)) is not None and ref.name != t.name
+    }
+    lexicon = Lexicon(
+        list(catalog.tables),
+        table_phrases,
+        columns,
+        raw,
+        graph,
+        value_words,
+        name_words,
+        table_words,
+        visible,
+        join_columns,
+    )
+    if len(_LEXICONS) > 256:
+        _LEXICONS.clear()
+    _LEXICONS[key] = lexicon
+    return lexicon
