@@ -10,6 +10,14 @@ from fixtures.engines import built, engine_params
 from sophrosyne.environment import Environment
 
 
+@pytest.fixture(scope="session", autouse=True)
+def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Offline indexes go to a temporary folder, for this process and the servers it spawns."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOPHROSYNE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @pytest.fixture(scope="module", params=engine_params())
 def engine(request: pytest.FixtureRequest) -> str:
     """The engine name: sqlite, duckdb, postgres or mariadb."""

@@ -31,6 +31,7 @@ TOOLS = {
     "find_rows",
     "execute_sql",
     "explain_sql",
+    "search_schema",
 }
 CALLS: dict[str, dict[str, Any]] = {
     "list_sources": {},
@@ -40,6 +41,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "find_rows": {"term": "Field Operations", "table": "departments"},
     "execute_sql": {"sql": "SELECT dept_code, dept_name FROM departments ORDER BY dept_code", "limit": 2},
     "explain_sql": {"sql": "SELECT * FROM employees WHERE employee_id = 3"},
+    "search_schema": {"query": "date of an absence", "k": 3},
 }
 
 

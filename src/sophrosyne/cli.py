@@ -17,8 +17,10 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table as RichTable
 
+from sophrosyne.bench.cli import bench_app
 from sophrosyne.environment import Environment
 from sophrosyne.errors import SophrosyneError
+from sophrosyne.index.cli import index_command
 from sophrosyne.results import QueryOutput, render
 from sophrosyne.settings import Settings
 
@@ -39,7 +41,12 @@ ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML settin
 PolicyOption = Annotated[
     Path | None, typer.Option("--policy", help="TOML policy file: roles, row filters, column rules, tokens.")
 ]
+DescriptionsOption = Annotated[Path | None, typer.Option(help="Folder of BIRD-style <table>.csv column descriptions.")]
 RoleOption = Annotated[str | None, typer.Option("--role", help="Role to act as (default: the policy's default role).")]
+DirectivesOption = Annotated[
+    str | None,
+    typer.Option(help="Directive mode: none, directives (default) or oracle.", show_default=False),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
@@ -79,8 +86,9 @@ def open_env(
     *,
     policy: Path | None = None,
     role: str | None = None,
+    directives: str | None = None,
 ) -> Environment:
-    settings = Settings.load(config, policy_file=policy)
+    settings = Settings.load(config, policy_file=policy, directives=directives)
     return Environment.open(db, settings=settings, descriptions=descriptions, role_name=role)
 
 
@@ -115,6 +123,8 @@ def tables(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
     question: Annotated[str | None, typer.Option(help="A question, to show directives.")] = None,
     knowledge: Annotated[str | None, typer.Option(help="Evidence for the question.")] = None,
+    directives: DirectivesOption = None,
+    descriptions: DescriptionsOption = None,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -125,7 +135,7 @@ def tables(
     Example: sophrosyne tables demo --question "How many employees were absent in November?"
     """
     with reported():
-        env = open_env(resolve_db(db), config, policy=policy, role=role)
+        env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives)
         emit(env.list_tables(question=question, knowledge=knowledge), as_json)
 
 
@@ -192,6 +202,25 @@ def find(
 
 
 @app.command()
+def search(
+    args: Annotated[list[str], typer.Argument(metavar="[DB] QUERY", help="Optional database, then the query.")],
+    k: Annotated[int, typer.Option("-k", help="How many columns to show.", min=1, max=100)] = 10,
+    descriptions: DescriptionsOption = None,
+    config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Find the columns that best match a description (hybrid search over names and descriptions).
+
+    Example: sophrosyne search demo "date of an unexplained absence"
+    """
+    with reported():
+        db, (query,) = split_db(args, 1, "[DB] QUERY")
+        emit(open_env(db, config, descriptions, policy=policy, role=role).search_schema(query, k=k), as_json)
+
+
+@app.command()
 def sql(
     args: Annotated[list[str], typer.Argument(metavar="[DB] SQL", help="Optional database, then one statement.")],
     limit: Annotated[int | None, typer.Option(help="Most rows to return.", min=1)] = None,
@@ -233,9 +262,8 @@ def serve(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
-    descriptions: Annotated[
-        Path | None, typer.Option(help="Folder of BIRD-style <table>.csv column descriptions.")
-    ] = None,
+    descriptions: DescriptionsOption = None,
+    directives: DirectivesOption = None,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -250,7 +278,7 @@ def serve(
     from sophrosyne.mcp_server import serve as run_server
 
     with reported():
-        env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role)
+        env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives)
         # Read the schema before the first request, so the first call is not the slow one.
         err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
         if http:
@@ -318,6 +346,10 @@ def demo_steps(env: Environment) -> list[tuple[str, Callable[[], None]]]:
         ),
         ("5. a write is refused before it reaches the database", rejected),
     ]
+
+
+app.command("index")(index_command)
+app.add_typer(bench_app, name="bench")
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m sophrosyne`

@@ -23,6 +23,7 @@ from sophrosyne.errors import (
     UnknownTable,
 )
 from sophrosyne.grounding import ValueCache
+from sophrosyne.moderation import Moderator
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
     CHARS_PER_TOKEN,
@@ -31,6 +32,7 @@ from sophrosyne.results import (
     FoundRows,
     QueryOutput,
     QueryPlan,
+    SchemaHits,
     SourceInfo,
     TableDescription,
     TableGroupInfo,
@@ -66,6 +68,7 @@ class Environment:
         self.descriptions = descriptions
         self.values = values or ValueCache()
         self.policy: Policy | None = None
+        self._moderator: Moderator | None = None
         self._role_envs: dict[str, Environment] = {}
         self._full_catalog: Catalog | None = None
         self._catalog: Catalog | None = None
@@ -177,7 +180,10 @@ class Environment:
             cut = cut_note(len(shown), len(listed), "tables", "token budget") + (
                 " Use search_schema to find the columns you need."
             )
-        return TableList(source=self.db.name, tables=shown, groups=group_info, cut=cut)
+        directives, note = self.moderator.directives(question, knowledge)
+        return TableList(
+            source=self.db.name, tables=shown, groups=group_info, directives=directives, directive_note=note, cut=cut
+        )
 
     def describe_table(self, table: str) -> TableDescription:
         """Columns with type, keys, description, null share and real sample values; foreign keys both ways."""
@@ -226,6 +232,7 @@ class Environment:
                 for name, fk in self.catalog.references_to(t.name)
             ],
             sampled_rows=len(result.rows),
+            reminder=self.moderator.reminder([t.name]),
         )
 
     def get_distinct_values(
@@ -399,7 +406,8 @@ class Environment:
     def execute_sql(self, sql: str, limit: int | None = None) -> QueryOutput:
         """Run one read-only statement; rows capped, with the SQL as executed."""
         cap = max(1, min(limit or self.settings.row_cap, self.settings.row_cap))
-        result, executed = self._secure(sql, limit=cap)
+        result, executed, expression = self._secure(sql, limit=cap)
+        read = [ref.name for ref in expression.find_all(exp.Table)]
         rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
         shown, cut_by_budget = fit_rows(result.columns, rows, self.settings.token_budget)
         cut = (
@@ -414,8 +422,39 @@ class Environment:
             truncated=result.truncated or cut_by_budget,
             sql_executed=executed,
             elapsed_ms=round(result.elapsed_ms, 2),
+            reminder=self.moderator.reminder(read),
             cut=cut,
         )
+
+    def search_schema(self, query: str, k: int = 10) -> SchemaHits:
+        """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
+        if not query.strip():
+            raise QueryFailed("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
+        k = max(1, min(k, 100))
+        return SchemaHits(query=query, hits=self.moderator.search(query, k))
+
+    def set_oracle(self, gold_sql: str | None) -> None:
+        """For experiments: the reference SQL that `oracle` directives are computed from."""
+        self.moderator.oracle_sql = gold_sql
+
+    @property
+    def moderator(self) -> Moderator:
+        if self._moderator is None:
+            self._moderator = Moderator(
+                self.catalog, self.settings, self._distinct_sample, self.dialect, shared=self.role.unrestricted
+            )
+        return self._moderator
+
+    def _distinct_sample(self, table: str, column: str, limit: int) -> list[Any]:
+        """Distinct values of a column for the value index, read through this role's secured path."""
+        query = (
+            exp.select(exp.column(column, quoted=True))
+            .distinct()
+            .from_(_quoted_name(table))
+            .limit(limit)
+            .sql(dialect=self.dialect)
+        )
+        return [row[0] for row in self._query(query, limit=limit).rows]
 
     def explain_sql(self, sql: str) -> QueryPlan:
         """The engine's plan for a read-only statement, with hints about full scans of large tables."""
@@ -449,7 +488,9 @@ class Environment:
 
     # -- the one secured path -----------------------------------------------------------------------------
 
-    def _secure(self, sql: str, *, limit: int, timeout_s: float | None = None) -> tuple[QueryResult, str]:
+    def _secure(
+        self, sql: str, *, limit: int, timeout_s: float | None = None
+    ) -> tuple[QueryResult, str, exp.Expression]:
         """Guard, then the role's rewrite, then a read-only session: the only way a tool reads data."""
         expression = guard.check_sql(sql, self.dialect)
         executed = self.role.rewrite(expression, self.full_catalog, self.dialect).sql(dialect=self.dialect)
@@ -461,7 +502,7 @@ class Environment:
             # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
             kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
             result = QueryResult(result.columns, kept, result.truncated, result.elapsed_ms)
-        return result, executed
+        return result, executed, expression
 
     def _query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:
         return self._secure(sql, limit=limit, timeout_s=timeout_s)[0]

@@ -23,6 +23,7 @@ from sophrosyne.results import (
     FoundRows,
     QueryOutput,
     QueryPlan,
+    SchemaHits,
     SourceInfo,
     TableDescription,
     TableList,
@@ -36,6 +37,7 @@ You explore a relational database through fine-grained, read-only tools. Work li
 1. list_tables first (pass the user's question and any knowledge/evidence: the response then names tables
    that are likely irrelevant; do not open those unless the evidence clearly needs them).
 2. describe_table for the few candidate tables: types, keys, descriptions and real sample values.
+   In a large schema, search_schema("what the column holds") finds the columns and their tables.
 3. Ground every filter value before you use it: get_distinct_values(table, column, search=...) or
    find_rows(term). Columns often hold codes, not labels. Several matches mean ambiguity: resolve it.
 4. Only then execute_sql: one read-only SELECT. Errors say what to fix; fix and retry a few times at most.
@@ -190,6 +192,19 @@ def build_server(
         Example: find_rows(term="Field Operations")
         """
         return _respond(_caller(env).find_rows(term, table=table, columns=columns, limit=limit))
+
+    @server.tool(annotations=READ_ONLY)
+    @_mapped
+    def search_schema(
+        query: Annotated[str, Field(description="What the column holds, in words or as a name.")],
+        k: Annotated[int, Field(description="How many columns to return.", ge=1, le=100)] = 10,
+    ) -> Annotated[CallToolResult, SchemaHits]:
+        """The columns that best match a description (keyword and semantic search over names and
+        descriptions), with their tables: to find where something is stored in a large schema.
+
+        Example: search_schema(query="date of an unexplained absence", k=5)
+        """
+        return _respond(_caller(env).search_schema(query, k=k))
 
     @server.tool(annotations=READ_ONLY)
     @_mapped

@@ -49,6 +49,9 @@ class Settings(BaseSettings):
         ge=0,
         description="Largest table whose row count may be counted exactly when the engine has no estimate.",
     )
+    value_index_s: float = Field(
+        10.0, gt=0, le=3600, description="Seconds the value index (for grounding literals) may spend reading values."
+    )
     directives: DirectivesMode = Field("directives", description="Directive mode: none, directives or oracle.")
     cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
     audit_log: Path | None = Field(None, description="JSONL file that receives one record per tool call.")

@@ -1,0 +1,115 @@
+"""Moderation of one role's exploration: its indexes, the directives it was given, and the reminders due."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sophrosyne.catalog import Catalog
+from sophrosyne.directives import Directives, compute_directives, oracle_directives
+from sophrosyne.errors import ConfigError
+from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
+from sophrosyne.index.values import values_path
+from sophrosyne.results import Directive, SchemaHit
+from sophrosyne.settings import Settings
+
+Fetch = Callable[[str, str, int], list[Any]]
+
+
+class Moderator:
+    """Directives for a role's catalog, computed from indexes built over what that role may see.
+
+    The schema index covers only the role's tables and columns, and the value index is read through the
+    role's secured path, so no directive, reason or search hit can name what the role cannot see.
+    """
+
+    def __init__(self, catalog: Catalog, settings: Settings, fetch: Fetch, dialect: str, *, shared: bool) -> None:
+        self.catalog = catalog
+        self.shared = shared  # an unrestricted role: its value index may be cached on disk and reused
+        self.settings = settings
+        self.fetch = fetch
+        self.dialect = dialect
+        self.oracle_sql: str | None = None
+        self.given: dict[str, Directive] = {}
+        self._index: SchemaIndex | None = None
+        self._values: ValueIndex | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def index(self) -> SchemaIndex:
+        """The hybrid column index, from the cache when this schema was indexed before."""
+        with self._lock:
+            if self._index is None:
+                self._index = load_or_build(self.catalog, self.settings.cache_dir)
+            return self._index
+
+    @property
+    def values(self) -> ValueIndex:
+        with self._lock:
+            if self._values is None:
+                self._values = self._load_values()
+            return self._values
+
+    def _load_values(self) -> ValueIndex:
+        # A restricted role's values are read through its own secured path and never cached on disk:
+        # another role with the same columns must not see them.
+        path = values_path(self.settings.cache_dir, self.catalog)
+        if self.shared and path.exists():
+            try:
+                return ValueIndex.load(path)
+            except (OSError, ValueError, KeyError):
+                pass  # a damaged entry is rebuilt
+        values = ValueIndex.build(self.catalog, self.fetch, ValueBudget(seconds=self.settings.value_index_s))
+        if self.shared:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            values.save(path)
+        return values
+
+    def search(self, query: str, k: int) -> list[SchemaHit]:
+        hits = self.index.search(query, k=k)
+        return [
+            SchemaHit(table=h.table, column=h.column, score=h.score, description=_column_text(self.catalog, h))
+            for h in hits
+            if h.table in self.catalog.tables
+        ]
+
+    def directives(self, question: str | None, knowledge: str | None) -> tuple[list[Directive], str | None]:
+        """The tables likely irrelevant to the question, remembered for reminders; with a note when none."""
+        mode = self.settings.directives
+        if mode == "none" or not (question or knowledge):
+            return [], None
+        computed: Directives
+        if mode == "oracle":
+            if not self.oracle_sql:
+                raise ConfigError(
+                    "oracle directives need the reference SQL of the question.",
+                    hint="Set it with Environment.set_oracle(sql); the oracle mode is for experiments.",
+                )
+            computed = oracle_directives(self.oracle_sql, self.catalog, self.dialect)
+        else:
+            computed = compute_directives(question or "", knowledge, self.catalog, self.index, self.values)
+        given = [Directive(table=d.table, reason=d.reason, confidence=d.tier) for d in computed.irrelevant]
+        self.given = {d.table.lower(): d for d in given}
+        note = None if given else f"No directives for this question{': ' + computed.note if computed.note else ''}."
+        return given, note
+
+    def reminder(self, tables: Iterable[str]) -> str | None:
+        """A one-line reminder when a call touches tables a directive named."""
+        named = [self.given[t.lower()] for t in dict.fromkeys(tables) if t.lower() in self.given]
+        if not named:
+            return None
+        listed = "; ".join(f"{d.table} ({d.reason})" for d in named)
+        return (
+            f"reminder: list_tables named {listed} as likely irrelevant to this question; "
+            "use it only if the evidence clearly needs it."
+        )
+
+
+def _column_text(catalog: Catalog, hit: Any) -> str:
+    table = catalog.table(hit.table)
+    column = table.column(hit.column) if table else None
+    if column is None:
+        return ""
+    text = "; ".join(p for p in (column.readable_name, column.description) if p)
+    return text if len(text) <= 120 else text[:119] + "…"
