@@ -110,6 +110,15 @@ def test_vector_index_ivf_matches_exact_on_top_hit() -> None:
     assert (exact.search(queries, 1)[1][:, 0] == ivf.search(queries, 1)[1][:, 0]).mean() >= 0.95
 
 
+def test_vector_index_ivf_survives_save_and_load(tmp_path: Path) -> None:
+    vectors = np.random.default_rng(2).normal(size=(1200, 16)).astype(np.float32)
+    ivf = VectorIndex(vectors, exact_limit=500)
+    ivf.save(tmp_path)
+    loaded = VectorIndex.load(tmp_path)
+    assert loaded.kind == "ivf"
+    assert (loaded.search(vectors[:5], 3)[1] == ivf.search(vectors[:5], 3)[1]).all()
+
+
 def test_value_index_grounds_literals_within_budget(catalog: Catalog, tmp_path: Path) -> None:
     path = tmp_path / "shop.sqlite"
     with sqlite3.connect(path) as db:
