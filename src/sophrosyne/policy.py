@@ -53,7 +53,24 @@ _ALLOWED_ANONYMOUS = frozenset(
         list_distinct array_position regexp_extract regexp_full_match regexp_count str_to_date date_format
         from_unixtime unix_timestamp dayname monthname dayofmonth dayofweek dayofyear weekofyear yearweek
         last_day timestampdiff median quantile quantile_cont quantile_disc percentile_cont percentile_disc
-        mode bool_and bool_or bit_and bit_or bit_xor arg_max arg_min max_by min_by first last any_value""",
+        mode bool_and bool_or bit_and bit_or bit_xor arg_max arg_min max_by min_by first last any_value
+        adddate addtime array_dims array_lower array_ndims array_replace array_to_json array_upper bin
+        bit_count clock_timestamp conv curdate curtime damerau_levenshtein date_sub datetime difference
+        editdist3 entropy epoch_ms even export_set field find_in_set format_string from_days from_hex
+        hamming hash histogram ilike_escape jaccard jaro_winkler_similarity json_agg json_array
+        json_array_elements_text json_arrayagg json_build_array json_build_object json_contains json_depth
+        json_extract_path json_extract_string json_group_array json_group_object json_insert json_length
+        json_merge_patch json_object_agg json_object_keys json_patch json_pretty json_query json_quote
+        json_replace json_search json_serialize json_structure json_transform json_typeof json_unquote
+        json_valid json_value jsonb_agg jsonb_array_elements_text jsonb_build_array jsonb_build_object
+        jsonb_extract_path jsonb_extract_path_text jsonb_insert jsonb_object_agg jsonb_object_keys
+        jsonb_path_exists jsonb_path_query jsonb_pretty jsonb_set jsonb_typeof like_escape list_avg
+        list_concat list_contains list_count list_extract list_filter list_max list_min list_reduce
+        list_slice list_sum list_transform list_unique listagg make_set makedate maketime metaphone mid
+        nchar nextafter now oct period_add period_diff product quote_ident quote_literal quote_nullable
+        regexp_split_to_table row_to_json sec_to_time sha256 similarity statement_timestamp strcmp strptime
+        subdate subtime sysdate time time_bucket time_to_sec timeofday timestampadd to_date to_json to_jsonb
+        to_timestamp today transaction_timestamp weekday word_similarity""",
     )
 )
 
