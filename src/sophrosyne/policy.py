@@ -351,12 +351,18 @@ class _Rewriter:
         if not self.secured:
             return tree
         self._unqualify_columns(tree)
-        with_ = tree.args.get("with_")
+        # `(WITH w AS (...) SELECT ...)`: merge into the parenthesized query's WITH (two would be refused).
+        host: exp.Expr = tree
+        while isinstance(host, exp.Subquery) and not host.alias and isinstance(host.this, exp.Query):
+            if host.this.args.get("with_") is None:
+                break
+            host = host.this
+        with_ = host.args.get("with_")
         ctes = [self._secure_cte(cte_name, table) for cte_name, table in self.secured.values()]
         if isinstance(with_, exp.With) and with_.args.get("recursive"):
             self._rename_shadowing_ctes(with_, ctes)
         if with_ is None:
-            tree.set("with_", exp.With(expressions=ctes))
+            host.set("with_", exp.With(expressions=ctes))
         else:
             # Merge: our CTEs come first so every user CTE (and nested WITH) can read them.
             with_.set("expressions", ctes + list(with_.expressions))

@@ -1,0 +1,42 @@
+-- role: manager
+-- dialect: postgres
+(SELECT employee_id FROM absence_records) UNION (SELECT employee_id FROM employees) ORDER BY 1
+-- expected:
+WITH _sec_absence_records AS MATERIALIZED (
+  SELECT
+    "absence_id",
+    "employee_id",
+    "absence_date",
+    "reason"
+  FROM "absence_records"
+  WHERE
+    employee_id IN (
+      SELECT
+        e.employee_id
+      FROM "employees" AS e
+      WHERE
+        e.department = 'D042'
+    )
+), _sec_employees AS MATERIALIZED (
+  SELECT
+    "employee_id",
+    "name",
+    "department",
+    "manager_id"
+  FROM "employees"
+  WHERE
+    department = 'D042'
+)
+(
+  SELECT
+    employee_id
+  FROM _sec_absence_records AS absence_records
+)
+UNION
+(
+  SELECT
+    employee_id
+  FROM _sec_employees AS employees
+)
+ORDER BY
+  1
