@@ -77,6 +77,7 @@ def test_unknown_role_names_the_known_ones() -> None:
         (f"[roles.a]\n[tokens]\n'{'0' * 64}' = 'b'\n", "unknown role `b`"),
         ("default_role = 'a'\n", "defines no role"),
         ("[roles.a\n", "not valid TOML"),
+        ("[roles.a]\ndeny = ['T']\n[roles.a.tables.t]\n", "both denied and given a rule"),
     ],
 )
 def test_bad_policy_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:

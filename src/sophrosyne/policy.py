@@ -671,6 +671,9 @@ def _parse_role(name: str, body: dict[str, Any]) -> Role:
         columns = _names(rule["columns"], f"{at}.columns") if "columns" in rule else None
         tables[table] = TableRule(row_filter=row_filter, columns=columns, hidden=_names(rule.get("hidden", []), at))
     denied = _names(body.get("deny", []), f"{where}.deny")
+    both = sorted({d.lower() for d in denied} & {t.lower() for t in tables})
+    if both:
+        raise ConfigError(f"{where}: `{both[0]}` is both denied and given a rule", hint="keep one of the two")
     description = _typed(body.get("description", ""), str, f"{where}.description")
     return Role(name, tables, denied, unlisted_allowed=unlisted == "allow", description=description)
 
