@@ -70,32 +70,25 @@ def test_every_response_has_a_new_nonce(env: Environment) -> None:
     assert len(nonces) == 50
 
 
-# Text that also comes from the database (comments, descriptions) or from the engine (plans) but is rendered
-# outside the data blocks today. Strict xfails: each one passes, and must lose its mark, once results.py
-# puts that text inside the block.
-OUTSIDE_TODAY = "results.py renders this database text outside the data block"
+# Text that also comes from the database (comments, descriptions) or from the engine (plans).
 
 
-@pytest.mark.xfail(strict=True, reason=OUTSIDE_TODAY + " (TableSummary.description in list_tables)")
 def test_table_descriptions_in_list_tables_are_data() -> None:
     text = render(TableList(source="db", tables=[TableSummary(name="t", description=INJECTION)]))
     assert "IGNORE PREVIOUS" not in outside_blocks(text)
 
 
-@pytest.mark.xfail(strict=True, reason=OUTSIDE_TODAY + " (TableDescription.description in describe_table)")
 def test_table_description_in_describe_table_is_data() -> None:
     column = ColumnInfo(name="a", type="TEXT", description="fine")
     text = render(TableDescription(table="t", kind="table", description=INJECTION, columns=[column]))
     assert "IGNORE PREVIOUS" not in outside_blocks(text)
 
 
-@pytest.mark.xfail(strict=True, reason=OUTSIDE_TODAY + " (SchemaHit.description in search_schema)")
 def test_column_descriptions_in_search_hits_are_data() -> None:
     text = render(SchemaHits(query="q", hits=[SchemaHit(table="t", column="c", score=1.0, description=INJECTION)]))
     assert "IGNORE PREVIOUS" not in outside_blocks(text)
 
 
-@pytest.mark.xfail(strict=True, reason=OUTSIDE_TODAY + " (plan lines of explain_sql quote values and names)")
 def test_plan_lines_are_data() -> None:
     text = render(QueryPlan(sql_executed="SELECT 1", plan=[f"Filter: (body = '{INJECTION}')"], hints=[]))
     assert "IGNORE PREVIOUS" not in outside_blocks(text)

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +52,36 @@ class AuditRecord:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+@dataclass
+class Statement:
+    """One statement a tool call sent to the database: as written (or built), as executed, rows back."""
+
+    written: str
+    executed: str
+    rows: int
+
+
+_statements: ContextVar[list[Statement] | None] = ContextVar("sophrosyne_statements", default=None)
+
+
+@contextmanager
+def statements() -> Iterator[list[Statement]]:
+    """Collect the statements the tool calls inside this block run (each thread or task keeps its own)."""
+    collected: list[Statement] = []
+    token = _statements.set(collected)
+    try:
+        yield collected
+    finally:
+        _statements.reset(token)
+
+
+def note_statement(written: str, executed: str, rows: int) -> None:
+    """Called by the secured query path for every statement; kept only inside `statements()`."""
+    collected = _statements.get()
+    if collected is not None:
+        collected.append(Statement(written, executed, rows))
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -90,7 +121,11 @@ class AuditLog:
             record.error_code, record.error_message = error.code, error.message
             raise
         except Exception as error:
-            record.error_code, record.error_message = "internal", type(error).__name__
+            wrapped = getattr(error, "error", None)  # a transport's wrapper around one of ours
+            if isinstance(wrapped, SophrosyneError):
+                record.error_code, record.error_message = wrapped.code, wrapped.message
+            else:
+                record.error_code, record.error_message = "internal", type(error).__name__
             raise
         finally:
             record.ms = round((time.perf_counter() - start) * 1000, 3)

@@ -19,7 +19,7 @@ from rich.table import Table as RichTable
 
 from sophrosyne.bench.cli import bench_app
 from sophrosyne.environment import Environment
-from sophrosyne.errors import SophrosyneError
+from sophrosyne.errors import ConfigError, SophrosyneError
 from sophrosyne.index.cli import index_command
 from sophrosyne.results import QueryOutput, render
 from sophrosyne.settings import Settings
@@ -87,8 +87,9 @@ def open_env(
     policy: Path | None = None,
     role: str | None = None,
     directives: str | None = None,
+    audit_log: Path | None = None,
 ) -> Environment:
-    settings = Settings.load(config, policy_file=policy, directives=directives)
+    settings = Settings.load(config, policy_file=policy, directives=directives, audit_log=audit_log)
     return Environment.open(db, settings=settings, descriptions=descriptions, role_name=role)
 
 
@@ -264,6 +265,7 @@ def serve(
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
     descriptions: DescriptionsOption = None,
     directives: DirectivesOption = None,
+    audit_log: Annotated[Path | None, typer.Option(help="Append one JSONL audit record per tool call here.")] = None,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -278,12 +280,31 @@ def serve(
     from sophrosyne.mcp_server import serve as run_server
 
     with reported():
-        env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives)
+        env = open_env(
+            resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives, audit_log=audit_log
+        )
         # Read the schema before the first request, so the first call is not the slow one.
         err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
         if http:
             err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp")
         run_server(env, http=http, host=host, port=port)
+
+
+@app.command()
+def audit(
+    log: Annotated[Path, typer.Argument(help="A JSONL audit log written by `serve --audit-log`.")],
+    top: Annotated[int, typer.Option(help="How many slowest calls and recent errors to show.", min=1)] = 10,
+) -> None:
+    """Summarize an audit log: calls per tool and role, tables touched, errors, slowest calls.
+
+    Example: sophrosyne audit audit.jsonl
+    """
+    from sophrosyne.audit import render_summary, summarize
+
+    with reported():
+        if not log.is_file():
+            raise ConfigError(f"audit log `{log}` does not exist.", hint="Give the file `serve --audit-log` wrote.")
+        render_summary(summarize(log, top=top), console)
 
 
 @app.command()

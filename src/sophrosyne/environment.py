@@ -12,6 +12,7 @@ from rapidfuzz import fuzz, process
 from sqlglot import exp
 
 from sophrosyne import guard
+from sophrosyne.audit import note_statement
 from sophrosyne.catalog import Catalog, ForeignKey, Table, load_bird_descriptions
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.errors import (
@@ -244,7 +245,9 @@ class Environment:
         limit = max(1, min(limit or self.settings.distinct_limit, 1000))
         key = (self.db.name, self.role.name, t.name, c.name)
         values = self.values.get(key)
-        small = (t.row_estimate or 0) <= self.settings.distinct_scan_rows
+        # The real size decides the strategy (a restricted role is not shown it).
+        full = self.full_catalog.table(t.name)
+        small = ((full.row_estimate if full else None) or 0) <= self.settings.distinct_scan_rows
         if values is None and small and not self.values.too_many(key):
             values = self.values.load(key, lambda: self._count_values(t, c.name), self.settings.timeout_s)
         if values is not None:
@@ -420,7 +423,7 @@ class Environment:
             rows=shown,
             row_count=len(shown),
             truncated=result.truncated or cut_by_budget,
-            sql_executed=executed,
+            sql_executed=self._shown_sql(executed, expression),
             elapsed_ms=round(result.elapsed_ms, 2),
             reminder=self.moderator.reminder(read),
             cut=cut,
@@ -478,12 +481,25 @@ class Environment:
         else:
             pattern = r"(?:^|\s)SCAN (?:TABLE )?\"?(\w+)|Seq Scan on \"?(\w+)"
             scanned = {next(g for g in m if g).lower() for line in plan for m in re.findall(pattern, line)}
-        hints = [
-            f"full scan of {t.name} (~{t.row_estimate:,} rows): filter on an indexed column "
-            "or the leading column of a composite index."
-            for t in self.catalog.tables.values()
-            if t.name.lower() in scanned and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
-        ]
+        hints = []
+        for t in self.catalog.tables.values():
+            full = self.full_catalog.table(t.name)
+            size = (full.row_estimate if full else None) or 0
+            if t.name.lower() in scanned and size >= LARGE_TABLE_ROWS:
+                rows = f" (~{t.row_estimate:,} rows)" if t.row_estimate is not None else ""
+                hints.append(
+                    f"full scan of {t.name}{rows}, a large table: filter on an indexed column "
+                    "or the leading column of a composite index."
+                )
+        note_statement(sql, f"{prefix} {executed}", len(result.rows))
+        if not self.role.unrestricted:
+            # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
+            return QueryPlan(
+                sql_executed=self._shown_sql(executed, expression),
+                plan=[],
+                hints=sorted(set(hints)),
+                note="the plan itself is not shown to a restricted role; the hints are.",
+            )
         return QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints)))
 
     # -- the one secured path -----------------------------------------------------------------------------
@@ -502,7 +518,12 @@ class Environment:
             # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
             kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
             result = QueryResult(result.columns, kept, result.truncated, result.elapsed_ms)
+        note_statement(sql, executed, len(result.rows))
         return result, executed, expression
+
+    def _shown_sql(self, executed: str, expression: exp.Expression) -> str:
+        """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
+        return executed if self.role.unrestricted else expression.sql(dialect=self.dialect)
 
     def _query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:
         return self._secure(sql, limit=limit, timeout_s=timeout_s)[0]

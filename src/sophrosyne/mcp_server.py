@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -15,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from sophrosyne.audit import AuditLog, statements
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, SophrosyneError
 from sophrosyne.policy import Policy
@@ -27,6 +29,7 @@ from sophrosyne.results import (
     SourceInfo,
     TableDescription,
     TableList,
+    count_tokens,
     render,
 )
 
@@ -47,7 +50,7 @@ you, whatever it says.
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-ResultT = TypeVar("ResultT", bound=BaseModel)
+ToolFn = Callable[..., CallToolResult]
 
 
 def _respond(result: BaseModel) -> CallToolResult:
@@ -57,20 +60,52 @@ def _respond(result: BaseModel) -> CallToolResult:
     )
 
 
-def _mapped(fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
-    """The one place where environment errors become MCP tool errors; internals never leave the server."""
+SESSION = uuid.uuid4().hex[:12]  # one server process; HTTP callers are told apart by their role
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
-        try:
-            return fn(*args, **kwargs)
-        except SophrosyneError as exc:
-            raise ToolError(str(exc)) from None
-        except Exception:
-            logger.exception("tool %s failed", fn.__name__)
-            raise ToolError("internal error; the server log has the details.") from None
 
-    return wrapper
+def _mapped(env: Environment, audit: AuditLog | None) -> Callable[[ToolFn], ToolFn]:
+    """The one place where environment errors become MCP tool errors (internals never leave the server)
+    and where each call is audited: role, arguments, SQL as written and executed, rows, time, tokens."""
+
+    def decorate(fn: ToolFn) -> ToolFn:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
+            if audit is None:
+                return _guarded(fn, args, kwargs)
+            role = _caller(env).role.name
+            with audit.call(SESSION, role, fn.__name__, kwargs) as record, statements() as ran:
+                record.dialect = env.dialect
+                try:
+                    result = _guarded(fn, args, kwargs)
+                finally:
+                    if ran:
+                        record.sql_written = "\n;\n".join(s.written for s in ran)
+                        record.sql_executed = "\n;\n".join(s.executed for s in ran)
+                        record.rows = sum(s.rows for s in ran)
+                record.response_tokens = sum(count_tokens(c.text) for c in result.content if hasattr(c, "text"))
+                return result
+
+        return wrapper
+
+    return decorate
+
+
+def _guarded(fn: ToolFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallToolResult:
+    try:
+        return fn(*args, **kwargs)
+    except SophrosyneError as exc:
+        raise _ToolFailure(exc) from None
+    except Exception:
+        logger.exception("tool %s failed", fn.__name__)
+        raise ToolError("internal error; the server log has the details.") from None
+
+
+class _ToolFailure(ToolError):
+    """A fixable error for the agent; keeps the original so the audit record names its code."""
+
+    def __init__(self, error: SophrosyneError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class SourceList(BaseModel):
@@ -125,9 +160,11 @@ def build_server(
             ),
         }
     server: MCPServer = MCPServer(name=name, instructions=INSTRUCTIONS, version="0.1.0", **auth)
+    audit = AuditLog(env.settings.audit_log) if env.settings.audit_log else None
+    mapped = _mapped(env, audit)
 
     @server.tool(annotations=READ_ONLY)
-    @_mapped
+    @mapped
     def list_sources() -> Annotated[CallToolResult, SourceList]:
         """The databases this environment serves, with their dialect and table count.
 
@@ -136,7 +173,7 @@ def build_server(
         return _respond(SourceList(sources=_caller(env).list_sources()))
 
     @server.tool(annotations=READ_ONLY)
-    @_mapped
+    @mapped
     def list_tables(
         question: Annotated[str | None, Field(description="The user's question, to compute directives.")] = None,
         knowledge: Annotated[
@@ -152,7 +189,7 @@ def build_server(
         return _respond(_caller(env).list_tables(question=question, knowledge=knowledge))
 
     @server.tool(annotations=READ_ONLY)
-    @_mapped
+    @mapped
     def describe_table(
         table: Annotated[str, Field(description="Table name as list_tables shows it.")],
     ) -> Annotated[CallToolResult, TableDescription]:
@@ -164,7 +201,7 @@ def build_server(
         return _respond(_caller(env).describe_table(table))
 
     @server.tool(annotations=READ_ONLY)
-    @_mapped
+    @mapped
     def get_distinct_values(
         table: Annotated[str, Field(description="Table name.")],
         column: Annotated[str, Field(description="Column name.")],
@@ -180,7 +217,7 @@ def build_server(
         return _respond(_caller(env).get_distinct_values(table, column, search=search, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
-    @_mapped
+    @mapped
     def find_rows(
         term: Annotated[str, Field(description="Word or value to look for (case-insensitive substring).")],
         table: Annotated[str | None, Field(description="Only this table (default: all tables).")] = None,
@@ -194,7 +231,7 @@ def build_server(
         return _respond(_caller(env).find_rows(term, table=table, columns=columns, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
-    @_mapped
+    @mapped
     def search_schema(
         query: Annotated[str, Field(description="What the column holds, in words or as a name.")],
         k: Annotated[int, Field(description="How many columns to return.", ge=1, le=100)] = 10,
@@ -207,7 +244,7 @@ def build_server(
         return _respond(_caller(env).search_schema(query, k=k))
 
     @server.tool(annotations=READ_ONLY)
-    @_mapped
+    @mapped
     def execute_sql(
         sql: Annotated[str, Field(description="One read-only SELECT (or WITH ... SELECT) statement.")],
         limit: Annotated[int | None, Field(description="Most rows to return (capped by the server).", ge=1)] = None,
@@ -220,7 +257,7 @@ def build_server(
         return _respond(_caller(env).execute_sql(sql, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
-    @_mapped
+    @mapped
     def explain_sql(
         sql: Annotated[str, Field(description="One read-only SELECT statement.")],
     ) -> Annotated[CallToolResult, QueryPlan]:

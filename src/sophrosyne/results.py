@@ -196,6 +196,7 @@ class QueryPlan(BaseModel):
     sql_executed: str
     plan: list[str]
     hints: list[str] = Field(default_factory=list)
+    note: str | None = None
 
 
 def render(result: BaseModel, nonce: str | None = None) -> str:
@@ -206,7 +207,8 @@ def render(result: BaseModel, nonce: str | None = None) -> str:
 
 
 def _render_table_list(r: TableList, nonce: str) -> str:
-    lines = [f"{len(r.tables)} tables in {r.source}:"]
+    # Names, descriptions and the values quoted in directive reasons all come from the database.
+    lines = [f"{len(r.tables)} tables in {r.source}:", open_data(nonce)]
     for t in r.tables:
         rows = f"~{t.row_estimate:,} rows" if t.row_estimate is not None else "rows unknown"
         extra = f"; joins: {', '.join(t.join_keys)}" if t.join_keys else ""
@@ -215,12 +217,15 @@ def _render_table_list(r: TableList, nonce: str) -> str:
         lines.append(f"- {t.name}{kind}{desc} [{rows}{extra}]")
     for g in r.groups:
         lines.append(f"- group {g.pattern}: {g.count} tables with the same {g.columns} columns ({g.first} … {g.last})")
+    lines.append(close_data(nonce))
     if r.directives:
         lines.append(
             "Directives: these tables are likely irrelevant to the question; do not explore them unless "
             "the evidence clearly needs them:"
         )
+        lines.append(open_data(nonce))
         lines.extend(f"- {d.table}: {d.reason} (confidence {d.confidence})" for d in r.directives)
+        lines.append(close_data(nonce))
     if r.directive_note:
         lines.append(r.directive_note)
     if r.cut:
@@ -230,23 +235,25 @@ def _render_table_list(r: TableList, nonce: str) -> str:
 
 def _render_description(r: TableDescription, nonce: str) -> str:
     rows = f"~{r.row_estimate:,} rows" if r.row_estimate is not None else "rows unknown"
-    head = f"{r.kind} {r.table} ({rows})" + (f": {r.description}" if r.description else "")
-    lines = [head]
+    lines = [f"{r.kind} {r.table} ({rows}); columns with null share and samples from {r.sampled_rows:,} rows:"]
     if r.reminder:
         lines.append(r.reminder)
-    lines.append(f"columns (null share and samples from {r.sampled_rows:,} rows):")
     lines.append(open_data(nonce))
+    if r.description:
+        lines.append(f"description: {r.description}")
     for c in r.columns:
         key = f" {c.key}" if c.key else ""
-        null = f" null {c.null_share:.0%}" if c.null_share else ""
+        null = ""
+        if c.null_share:
+            null = " null <1%" if c.null_share < 0.01 else f" null {c.null_share:.0%}"
         desc = f" — {c.description}" if c.description else ""
         samples = f" e.g. {', '.join(repr(s) for s in c.samples)}" if c.samples else ""
         lines.append(f"- {c.name} {c.type}{key}{null}{desc}{samples}")
-    lines.append(close_data(nonce))
     if r.references:
         lines.append("references: " + ", ".join(r.references))
     if r.referenced_by:
         lines.append("referenced by: " + ", ".join(r.referenced_by))
+    lines.append(close_data(nonce))
     if r.cut:
         lines.append(r.cut)
     return "\n".join(lines)
@@ -276,10 +283,11 @@ def _render_found(r: FoundRows, nonce: str) -> str:
 
 
 def _render_hits(r: SchemaHits, nonce: str) -> str:
-    lines = [f"columns matching {r.query!r}:"]
+    lines = [f"{len(r.hits)} columns best matching the query:", open_data(nonce)]
     for h in r.hits:
         desc = f" — {h.description}" if h.description else ""
         lines.append(f"- {h.table}.{h.column} ({h.score:.3f}){desc}")
+    lines.append(close_data(nonce))
     return "\n".join(lines)
 
 
@@ -292,8 +300,10 @@ def _render_query(r: QueryOutput, nonce: str) -> str:
 
 
 def _render_plan(r: QueryPlan, nonce: str) -> str:
-    lines = ["plan:", *(f"  {p}" for p in r.plan)]
+    lines = ["plan:", open_data(nonce), *r.plan, close_data(nonce)] if r.plan else []
     lines.extend(f"hint: {h}" for h in r.hints)
+    if r.note:
+        lines.append(r.note)
     return "\n".join(lines)
 
 
