@@ -178,3 +178,27 @@ def test_openai_embedder_against_a_scripted_server(embeddings_server: str, catal
     assert vectors[1, 0] > vectors[0, 0] > vectors[2, 0]  # order kept although the server reversed it
     index = SchemaIndex.build(catalog, embedder=embedder)
     assert index.search("city", k=1)[0].column == "city"
+
+
+def test_index_command_builds_then_reuses(tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from sophrosyne.index.cli import index_command
+
+    app = typer.Typer()
+    app.command("index")(index_command)
+    app.callback()(lambda: None)
+    path = tmp_path / "shop.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE stores (store_id INTEGER PRIMARY KEY, store_name TEXT)")
+        db.execute("INSERT INTO stores VALUES (1, 'Harbour')")
+    env = {"SOPHROSYNE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
+    first = CliRunner().invoke(app, ["index", str(path)], env=env)
+    assert first.exit_code == 0, first.output
+    assert "indexed 2 columns of 1 tables and 1 distinct values" in first.output
+    assert len(list((tmp_path / "cache" / "schema").iterdir())) == 1
+    again = CliRunner().invoke(app, ["index", str(path)], env=env)
+    assert again.exit_code == 0 and "indexed 2 columns" in again.output
+    missing = CliRunner().invoke(app, ["index", str(tmp_path / "nope.sqlite")], env=env)
+    assert missing.exit_code == 1 and "does not exist" in missing.output

@@ -228,8 +228,10 @@ def plot_curve(data: dict[str, Any], path: Path) -> None:
     figure, axes = plt.subplots(figsize=(6, 4.5))
     curve = data["curve"]
     axes.plot([p["prune_rate"] for p in curve], [p["safe_rate"] for p in curve], "o-", label="directives (threshold)")
-    for point in curve:
-        axes.annotate(f"{point['threshold']:.2f}", (point["prune_rate"], point["safe_rate"]), fontsize=7)
+    for i, point in enumerate(curve):
+        if i % 2 == 0:  # every other label, so that they do not overlap
+            xy = (point["prune_rate"], point["safe_rate"])
+            axes.annotate(f"{point['threshold']:.2f}", xy, xytext=(0, -12), textcoords="offset points", fontsize=7)
     markers = {"none": "s", "oracle": "*", "paper": "^"}
     for system, marker in markers.items():
         s = data["summary"][system]
