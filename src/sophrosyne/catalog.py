@@ -165,10 +165,7 @@ def _read_inspector(db: Database) -> Catalog:
     columns = inspector.get_multi_columns(kind=ObjectKind.ANY)
     pks = inspector.get_multi_pk_constraint()
     fks = inspector.get_multi_foreign_keys()
-    try:
-        comments = inspector.get_multi_table_comment()
-    except NotImplementedError:
-        comments = {}
+    comments = inspector.get_multi_table_comment() if db.engine.dialect.supports_comments else {}
     for (_, name), cols in columns.items():
         if name not in kinds or name.startswith("sqlite_"):
             continue

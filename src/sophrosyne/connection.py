@@ -143,7 +143,7 @@ class Database:
                 conn.close()
 
     def _literal(self, sql: str) -> str:
-        # SQLAlchemy hands the driver an empty parameter set, so "format" drivers read `%` as a placeholder.
+        # SQLAlchemy hands the driver an empty parameter set, so "format" drivers read `%` as a parameter marker.
         if self.engine.dialect.paramstyle in ("format", "pyformat"):
             return sql.replace("%", "%%")
         return sql
