@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sophrosyne.catalog import Catalog
-from sophrosyne.directives import Directives, compute_directives, oracle_directives
+from sophrosyne.directives import Directives, LLMColumnInference, compute_directives, oracle_directives
 from sophrosyne.errors import ConfigError
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.values import values_path
@@ -88,11 +88,23 @@ class Moderator:
                 )
             computed = oracle_directives(self.oracle_sql, self.catalog, self.dialect)
         else:
-            computed = compute_directives(question or "", knowledge, self.catalog, self.index, self.values)
+            computed = compute_directives(
+                question or "", knowledge, self.catalog, self.index, self.values, inference=self._inference()
+            )
         given = [Directive(table=d.table, reason=d.reason, confidence=d.tier) for d in computed.irrelevant]
         self.given = {d.table.lower(): d for d in given}
         note = None if given else f"No directives for this question{': ' + computed.note if computed.note else ''}."
         return given, note
+
+    def _inference(self) -> LLMColumnInference | None:
+        """The paper's column-name inference by an inexpensive model, only when one is configured."""
+        base, model = self.settings.llm_base_url, self.settings.llm_model
+        if not base:
+            return None
+        if not model:
+            raise ConfigError("llm_base_url is set but llm_model is not.", hint="Set SOPHROSYNE_LLM_MODEL.")
+        key = self.settings.llm_api_key.get_secret_value() if self.settings.llm_api_key else None
+        return LLMColumnInference(base, model, api_key=key)
 
     def reminder(self, tables: Iterable[str]) -> str | None:
         """A one-line reminder when a call touches tables a directive named."""

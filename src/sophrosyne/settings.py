@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sophrosyne.errors import ConfigError
@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     value_index_s: float = Field(
         10.0, gt=0, le=3600, description="Seconds the value index (for grounding literals) may spend reading values."
     )
+    llm_base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint (…/v1) of an inexpensive model that infers column names."
+    )
+    llm_model: str | None = Field(None, description="Model name for llm_base_url.")
+    llm_api_key: SecretStr | None = Field(None, description="API key for llm_base_url, if it needs one.")
     directives: DirectivesMode = Field("directives", description="Directive mode: none, directives or oracle.")
     cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
     audit_log: Path | None = Field(None, description="JSONL file that receives one record per tool call.")
