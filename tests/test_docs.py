@@ -42,4 +42,3 @@ def test_every_mcp_tool_has_a_description_with_an_example_and_is_in_the_readme(t
         assert f"`{tool.name}" in README, f"tool {tool.name} is missing from the README"
         for prop in (tool.input_schema.get("properties") or {}).values():
             assert prop.get("description"), f"an argument of {tool.name} has no description"
-
