@@ -298,7 +298,7 @@ class Environment:
             note = "counting took longer than the budget; the column's values are loading: ask again in a few seconds."
             return DistinctValues(table=t.name, column=column, values=[], note=note)
         values = [ValueCount(value=cell(v, self.settings.value_chars), count=int(n)) for v, n in result.rows]
-        note = f"counts from the first {rows:,} rows of ~{t.row_estimate or 0:,}; exact counts are loading."
+        note = f"counts from the first {rows:,} rows{_of_rows(t)}; exact counts are loading."
         cut = cut_note(limit, None, "values", "limit") if len(values) > limit else None
         return DistinctValues(table=t.name, column=column, values=values[:limit], note=note, cut=cut)
 
@@ -317,7 +317,7 @@ class Environment:
         )
         # Not complete, so never "no match": the full list of values is loading for the next call.
         note = (
-            f"substring matches among the first {rows:,} of ~{t.row_estimate or 0:,} rows; all values of this "
+            f"substring matches among the first {rows:,} rows{_of_rows(t)}; all values of this "
             "column are loading: ask again in a few seconds for every match, misspellings included."
         )
         values: list[ValueCount] = []
@@ -577,6 +577,11 @@ class Environment:
                     hint=_did_you_mean(col.name, candidates, "describe_table"),
                 )
         return exc
+
+
+def _of_rows(table: Table) -> str:
+    # A restricted role is not told the size of a filtered table.
+    return f" of ~{table.row_estimate:,}" if table.row_estimate is not None else ""
 
 
 def _join_key(fk: ForeignKey) -> str:
