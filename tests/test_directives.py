@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any
 
 import pytest
 
+from fixtures.openai_server import chat_reply, scripted_server
 from sophrosyne.bench.datasets import load_catalogs
 from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.directives import (
@@ -133,44 +131,28 @@ def test_paper_baseline_keeps_the_top_table_of_each_inferred_column(catalog: Cat
     assert directives.mode == "paper"
 
 
-class _Chat(BaseHTTPRequestHandler):
-    answers: ClassVar[list[str]] = []
-    prompts: ClassVar[list[str]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.prompts.append(body["messages"][0]["content"])
-        content = self.answers.pop(0) if self.answers else ""
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
+ANSWERS: list[str] = []
 
 
 @pytest.fixture()
-def chat_server() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), _Chat)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def chat_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    with scripted_server(lambda path, body: chat_reply(ANSWERS.pop(0) if ANSWERS else "")) as served:
+        yield served
 
 
-def test_llm_inferred_columns_become_anchors(chat_server: str, catalog: Catalog, index: SchemaIndex) -> None:
-    _Chat.answers[:] = ["- suppliers.country\n- products.category\nnot a column name!"]
-    inference = LLMColumnInference(chat_server, "small-model", api_key="k")
+def test_llm_inferred_columns_become_anchors(
+    chat_server: tuple[str, list[dict[str, Any]]], catalog: Catalog, index: SchemaIndex
+) -> None:
+    url, received = chat_server
+    ANSWERS[:] = ["- suppliers.country\n- products.category\nnot a column name!"]
+    inference = LLMColumnInference(url, "small-model", api_key="k")
     settings = DirectiveSettings(threshold=0.99)
     directives = compute_directives(
         "Where do the drinks come from?", None, catalog, index, settings=settings, inference=inference
     )
     assert {"suppliers", "products"} <= set(directives.relevant)
-    assert "Where do the drinks come from?" in _Chat.prompts[-1] and "suppliers(" in _Chat.prompts[-1]
+    prompt = received[-1]["messages"][0]["content"]
+    assert "Where do the drinks come from?" in prompt and "suppliers(" in prompt
 
 
 def test_llm_failure_means_no_inferred_names(catalog: Catalog) -> None:

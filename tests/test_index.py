@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from fixtures.openai_server import scripted_server
 from sophrosyne.bench.datasets import load_catalogs
 from sophrosyne.catalog import Catalog, load_bird_descriptions
 from sophrosyne.index import (
@@ -146,29 +145,15 @@ def test_wordllama_embeddings_are_unit_vectors_and_batch_independent() -> None:
     assert np.allclose(np.linalg.norm(small[[0, 2]], axis=1), 1.0, atol=1e-5)
 
 
-class _Embeddings(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]
-        payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def _embeddings(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]
+    return {"data": list(reversed(data)), "model": body["model"]}
 
 
 @pytest.fixture()
 def embeddings_server() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), _Embeddings)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with scripted_server(_embeddings) as (url, _):
+        yield url
 
 
 def test_openai_embedder_against_a_scripted_server(embeddings_server: str, catalog: Catalog) -> None:

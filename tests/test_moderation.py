@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
+from fixtures.openai_server import chat_reply, scripted_server
 from sophrosyne.cli import demo_path
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
@@ -64,37 +61,12 @@ def test_search_schema_and_directives_respect_the_role(tmp_path: Path) -> None:
     assert "salaries" not in {t.name for t in listed.tables}
 
 
-class _Chat(BaseHTTPRequestHandler):
-    """A scripted OpenAI-compatible endpoint: answers every chat with the same column list."""
-
-    prompts: ClassVar[list[str]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.prompts.append(body["messages"][0]["content"])
-        content = "training_enrollments.completed_on\ntraining_courses.title"
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_a_configured_model_infers_column_names(tmp_path: Path) -> None:
-    server = HTTPServer(("127.0.0.1", 0), _Chat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    columns = "training_enrollments.completed_on\ntraining_courses.title"
+    with scripted_server(lambda path, body: chat_reply(columns)) as (url, received):
         env = open_demo(tmp_path, llm_base_url=url, llm_model="small")
         listed = env.list_tables(question="When did people finish their courses?")
-        assert _Chat.prompts and "When did people finish their courses?" in _Chat.prompts[-1]
+        assert received and "When did people finish their courses?" in received[-1]["messages"][0]["content"]
         assert not {d.table for d in listed.directives} & {"training_enrollments", "training_courses"}
         with pytest.raises(ConfigError, match="llm_model"):
             open_demo(tmp_path, llm_base_url=url).list_tables(question="anything")
-    finally:
-        server.shutdown()
-        server.server_close()
