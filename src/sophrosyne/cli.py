@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -285,6 +286,9 @@ def serve(
         )
         # Read the schema before the first request, so the first call is not the slow one.
         err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
+        if env.settings.directives == "directives":
+            # Build (or load) the directive index meanwhile, so the first list_tables with a question is quick.
+            threading.Thread(target=env.moderator.warm, name="sophrosyne-index", daemon=True).start()
         if http:
             err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp")
         run_server(env, http=http, host=host, port=port)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -15,6 +16,7 @@ from sophrosyne.results import Directive, SchemaHit
 from sophrosyne.settings import Settings
 
 Fetch = Callable[[str, str, int], list[Any]]
+logger = logging.getLogger("sophrosyne.moderation")
 
 
 class Moderator:
@@ -65,6 +67,13 @@ class Moderator:
             path.parent.mkdir(parents=True, exist_ok=True)
             values.save(path)
         return values
+
+    def warm(self) -> None:
+        """Build or load both indexes now (a server does this at start, in the background)."""
+        try:
+            _ = self.index, self.values
+        except Exception:  # the first real call builds again and reports its own error
+            logger.exception("could not build the directive index in advance")
 
     def search(self, query: str, k: int) -> list[SchemaHit]:
         hits = self.index.search(query, k=k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +26,8 @@ bench_app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+# Reports are often piped to a file: keep their tables wide enough to read there.
+console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 METRICS = (
     "questions",
