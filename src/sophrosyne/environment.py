@@ -23,7 +23,7 @@ from sophrosyne.errors import (
     UnknownColumn,
     UnknownTable,
 )
-from sophrosyne.grounding import ValueCache
+from sophrosyne.grounding import Grounder, ValueCache, contains, is_text_type, table_ref
 from sophrosyne.moderation import Moderator
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
@@ -40,7 +40,6 @@ from sophrosyne.results import (
     TableList,
     TableRows,
     TableSummary,
-    ValueCount,
     cell,
     cut_note,
     fit_rows,
@@ -48,7 +47,6 @@ from sophrosyne.results import (
 from sophrosyne.settings import Settings
 
 LARGE_TABLE_ROWS = 100_000
-TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR", "NAME", "ENUM")
 
 
 class Environment:
@@ -70,6 +68,7 @@ class Environment:
         self.values = values or ValueCache()
         self.policy: Policy | None = None
         self._moderator: Moderator | None = None
+        self._grounder: Grounder | None = None
         self._role_envs: dict[str, Environment] = {}
         self._full_catalog: Catalog | None = None
         self._catalog: Catalog | None = None
@@ -243,114 +242,18 @@ class Environment:
         t = self._table(table)
         c = self._column(t, column)
         limit = max(1, min(limit or self.settings.distinct_limit, 1000))
-        key = (self.db.name, self.role.name, t.name, c.name)
-        values = self.values.get(key)
         # The real size decides the strategy (a restricted role is not shown it).
         full = self.full_catalog.table(t.name)
-        small = ((full.row_estimate if full else None) or 0) <= self.settings.distinct_scan_rows
-        if values is None and small and not self.values.too_many(key):
-            values = self.values.load(key, lambda: self._count_values(t, c.name), self.settings.timeout_s)
-        if values is not None:
-            if search and search.strip():
-                found = [
-                    ValueCount(value=cell(v, self.settings.value_chars), count=n, score=score)
-                    for v, n, score in values.search(search, limit)
-                ]
-                note = None if found else self._no_match(t.name, c.name, search)
-                return DistinctValues(table=t.name, column=c.name, search=search, values=found, note=note)
-            common = values.most_common(limit + 1)
-            shown = [ValueCount(value=cell(v, self.settings.value_chars), count=n) for v, n in common[:limit]]
-            cut = cut_note(limit, len(values.counts), "values", "limit") if len(common) > limit else None
-            return DistinctValues(table=t.name, column=c.name, values=shown, cut=cut)
-        # A large column: answer live within the budget, then load its values for the next calls.
-        if search and search.strip():
-            result = self._search_live(t, c.name, search, limit)
-        else:
-            result = self._common_live(t, c.name, limit)
-        if not self.values.too_many(key):
-            self.values.load(key, lambda: self._count_values(t, c.name), 0)
-        return result
+        size = full.row_estimate if full else None
+        return self.grounder.distinct_values(t, c, size, search, limit)
 
-    def _count_values(self, t: Table, column: str) -> Counter[Any] | None:
-        """Every distinct value with its count, grouped by the engine; None when there are too many."""
-        col = exp.column(column, quoted=True)
-        query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(_quoted_name(t.name)).group_by(col)
-        result = self._query(query.sql(dialect=self.dialect), limit=self.values.max_distinct)
-        if result.truncated:
-            return None
-        return Counter({value: int(n) for value, n in result.rows})
-
-    def _common_live(self, t: Table, column: str, limit: int) -> DistinctValues:
-        col = exp.column(column, quoted=True)
-        rows = self.settings.distinct_scan_rows
-        query = (
-            exp.select(col, exp.Count(this=exp.Star()).as_("n"))
-            .from_(_limited_subquery(_quoted_name(t.name), col, rows))
-            .group_by(col)
-            .order_by(exp.Ordered(this=exp.column("n"), desc=True))
-            .limit(limit + 1)
-        )
-        try:
-            result = self._query(
-                query.sql(dialect=self.dialect), limit=limit + 1, timeout_s=self.settings.distinct_budget_s
+    @property
+    def grounder(self) -> Grounder:
+        if self._grounder is None:
+            self._grounder = Grounder(
+                self._query, self.settings, self.dialect, self.values, scope=(self.db.name, self.role.name)
             )
-        except QueryTimeout:
-            note = "counting took longer than the budget; the column's values are loading: ask again in a few seconds."
-            return DistinctValues(table=t.name, column=column, values=[], note=note)
-        values = [ValueCount(value=cell(v, self.settings.value_chars), count=int(n)) for v, n in result.rows]
-        note = f"counts from the first {rows:,} rows{_of_rows(t)}; exact counts are loading."
-        cut = cut_note(limit, None, "values", "limit") if len(values) > limit else None
-        return DistinctValues(table=t.name, column=column, values=values[:limit], note=note, cut=cut)
-
-    def _search_live(self, t: Table, column: str, search: str, limit: int) -> DistinctValues:
-        """Substring matches straight from the engine while the column's values load."""
-        col = exp.column(column, quoted=True)
-        like = self._contains(col, self._column(t, column).type, search)
-        rows = self.settings.distinct_scan_rows
-        query = (
-            exp.select(col, exp.Count(this=exp.Star()).as_("n"))
-            .from_(_limited_subquery(_quoted_name(t.name), col, rows))
-            .where(like)
-            .group_by(col)
-            .order_by(exp.Ordered(this=exp.column("n"), desc=True))
-            .limit(limit)
-        )
-        # Not complete, so never "no match": the full list of values is loading for the next call.
-        note = (
-            f"substring matches among the first {rows:,} rows{_of_rows(t)}; all values of this "
-            "column are loading: ask again in a few seconds for every match, misspellings included."
-        )
-        values: list[ValueCount] = []
-        try:
-            result = self._query(
-                query.sql(dialect=self.dialect), limit=limit, timeout_s=self.settings.distinct_budget_s
-            )
-            values = [
-                ValueCount(value=cell(v, self.settings.value_chars), count=int(n), score=100.0) for v, n in result.rows
-            ]
-        except QueryTimeout:
-            note = (
-                f"the search was stopped after {self.settings.distinct_budget_s:g} s; all values of this column "
-                "are loading: ask again in a few seconds."
-            )
-        return DistinctValues(table=t.name, column=column, search=search, values=values, note=note)
-
-    def _contains(self, column: exp.Column, type_name: str, needle: str) -> exp.Expression:
-        """`column` holds `needle`, ignoring case, as cheaply as this engine allows."""
-        text: exp.Expression = column if _is_text(type_name) else exp.cast(column, exp.DataType.build("TEXT"))
-        pattern = exp.Literal.string("%" + _escape_like(needle.strip().lower()) + "%")
-        like: exp.Expression
-        if self.dialect in ("postgres", "duckdb"):
-            like = exp.ILike(this=text, expression=pattern)
-        elif self.dialect == "sqlite" and needle.isascii():
-            like = exp.Like(this=text, expression=pattern)  # SQLite's LIKE ignores ASCII case by itself
-        else:
-            like = exp.Like(this=exp.Lower(this=text), expression=pattern)
-        return exp.Escape(this=like, expression=exp.Literal.string("!"))
-
-    @staticmethod
-    def _no_match(table: str, column: str, search: str) -> str:
-        return f"no value of {table}.{column} resembles {search!r}: do not filter on a guess."
+        return self._grounder
 
     def find_rows(
         self, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None
@@ -369,7 +272,7 @@ class Environment:
             names = (
                 [self._column(t, c).name for c in columns]
                 if columns and table
-                else [c.name for c in t.columns if _is_text(c.type)]
+                else [c.name for c in t.columns if is_text_type(c.type)]
             )
             if columns and not table:
                 names = [c.name for c in t.columns if c.name.lower() in {x.lower() for x in columns}]
@@ -377,8 +280,10 @@ class Environment:
                 continue
             searched += 1
             types = {c.name: c.type for c in t.columns}
-            condition = exp.or_(*(self._contains(exp.column(n, quoted=True), types.get(n, ""), term) for n in names))
-            query = exp.select("*").from_(exp.to_table(_quoted_name(t.name))).where(condition).limit(limit)
+            condition = exp.or_(
+                *(contains(self.dialect, exp.column(n, quoted=True), types.get(n, ""), term) for n in names)
+            )
+            query = exp.select("*").from_(table_ref(t.name)).where(condition).limit(limit)
             try:
                 result = self._query(
                     query.sql(dialect=self.dialect),
@@ -453,7 +358,7 @@ class Environment:
         query = (
             exp.select(exp.column(column, quoted=True))
             .distinct()
-            .from_(_quoted_name(table))
+            .from_(table_ref(table))
             .limit(limit)
             .sql(dialect=self.dialect)
         )
@@ -579,11 +484,6 @@ class Environment:
         return exc
 
 
-def _of_rows(table: Table) -> str:
-    # A restricted role is not told the size of a filtered table.
-    return f" of ~{table.row_estimate:,}" if table.row_estimate is not None else ""
-
-
 def _join_key(fk: ForeignKey) -> str:
     return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}"
 
@@ -595,25 +495,8 @@ def _did_you_mean(name: str, choices: list[str], fallback: str) -> str:
     return f"Call {fallback} to see what exists."
 
 
-def _quoted_name(name: str) -> exp.Table:
-    return exp.Table(this=exp.to_identifier(name, quoted=True))
-
-
 def _select_all(table: Table, dialect: str, limit: int) -> str:
-    return exp.select("*").from_(_quoted_name(table.name)).limit(limit).sql(dialect=dialect)
-
-
-def _limited_subquery(source: exp.Table, col: exp.Column, rows: int) -> exp.Subquery:
-    return exp.select(col.copy()).from_(source.copy()).limit(rows).subquery("_scan")
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-
-
-def _is_text(type_name: str) -> bool:
-    upper = type_name.upper()
-    return any(t in upper for t in TEXT_TYPES) or not upper
+    return exp.select("*").from_(table_ref(table.name)).limit(limit).sql(dialect=dialect)
 
 
 def _one_line(text: str) -> str:

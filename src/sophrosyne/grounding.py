@@ -11,8 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rapidfuzz import fuzz, process
+from sqlglot import exp
+
+from sophrosyne.catalog import Column, Table
+from sophrosyne.connection import QueryResult
+from sophrosyne.errors import QueryTimeout
+from sophrosyne.results import DistinctValues, ValueCount, cell, cut_note
+from sophrosyne.settings import Settings
 
 _WORD = re.compile(r"\w+")
+TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR", "NAME", "ENUM")
+Query = Callable[..., QueryResult]
 # Below this many values every value is scored; above it, only values sharing a word with the search.
 FULL_SCAN_VALUES = 5_000
 
@@ -120,3 +129,142 @@ class ValueCache:
             self._values[key] = None if too_big else ColumnValues(counts or Counter())
             self._loading.pop(key, None)
         event.set()
+
+
+class Grounder:
+    """get_distinct_values for one environment: cached value counts, or a live search within a budget."""
+
+    def __init__(
+        self, query: Query, settings: Settings, dialect: str, cache: ValueCache, *, scope: tuple[str, str]
+    ) -> None:
+        self.query = query  # the environment's secured path: guard, the role's rewrite, a read-only session
+        self.settings = settings
+        self.dialect = dialect
+        self.cache = cache
+        self.scope = scope  # (database, role): counts are per role
+
+    def distinct_values(self, t: Table, c: Column, size: int | None, search: str | None, limit: int) -> DistinctValues:
+        key = (*self.scope, t.name, c.name)
+        values = self.cache.get(key)
+        small = (size or 0) <= self.settings.distinct_scan_rows
+        if values is None and small and not self.cache.too_many(key):
+            values = self.cache.load(key, lambda: self._count_values(t, c.name), self.settings.timeout_s)
+        if values is not None:
+            if search and search.strip():
+                found = [
+                    ValueCount(value=cell(v, self.settings.value_chars), count=n, score=score)
+                    for v, n, score in values.search(search, limit)
+                ]
+                note = None if found else _no_match(t.name, c.name, search)
+                return DistinctValues(table=t.name, column=c.name, search=search, values=found, note=note)
+            common = values.most_common(limit + 1)
+            shown = [ValueCount(value=cell(v, self.settings.value_chars), count=n) for v, n in common[:limit]]
+            cut = cut_note(limit, len(values.counts), "values", "limit") if len(common) > limit else None
+            return DistinctValues(table=t.name, column=c.name, values=shown, cut=cut)
+        # A large column: answer live within the budget, then load its values for the next calls.
+        if search and search.strip():
+            result = self._search_live(t, c, search, limit)
+        else:
+            result = self._common_live(t, c.name, limit)
+        if not self.cache.too_many(key):
+            self.cache.load(key, lambda: self._count_values(t, c.name), 0)
+        return result
+
+    def _count_values(self, t: Table, column: str) -> Counter[Any] | None:
+        """Every distinct value with its count, grouped by the engine; None when there are too many."""
+        col = exp.column(column, quoted=True)
+        query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(table_ref(t.name)).group_by(col)
+        result = self.query(query.sql(dialect=self.dialect), limit=self.cache.max_distinct)
+        if result.truncated:
+            return None
+        return Counter({value: int(n) for value, n in result.rows})
+
+    def _common_live(self, t: Table, column: str, limit: int) -> DistinctValues:
+        col = exp.column(column, quoted=True)
+        rows = self.settings.distinct_scan_rows
+        query = (
+            exp.select(col, exp.Count(this=exp.Star()).as_("n"))
+            .from_(_prefix(t.name, col, rows))
+            .group_by(col)
+            .order_by(exp.Ordered(this=exp.column("n"), desc=True))
+            .limit(limit + 1)
+        )
+        try:
+            result = self.query(
+                query.sql(dialect=self.dialect), limit=limit + 1, timeout_s=self.settings.distinct_budget_s
+            )
+        except QueryTimeout:
+            note = "counting took longer than the budget; the column's values are loading: ask again in a few seconds."
+            return DistinctValues(table=t.name, column=column, values=[], note=note)
+        values = [ValueCount(value=cell(v, self.settings.value_chars), count=int(n)) for v, n in result.rows]
+        note = f"counts from the first {rows:,} rows{_of_rows(t)}; exact counts are loading."
+        cut = cut_note(limit, None, "values", "limit") if len(values) > limit else None
+        return DistinctValues(table=t.name, column=column, values=values[:limit], note=note, cut=cut)
+
+    def _search_live(self, t: Table, c: Column, search: str, limit: int) -> DistinctValues:
+        """Substring matches straight from the engine while the column's values load."""
+        col = exp.column(c.name, quoted=True)
+        rows = self.settings.distinct_scan_rows
+        query = (
+            exp.select(col, exp.Count(this=exp.Star()).as_("n"))
+            .from_(_prefix(t.name, col, rows))
+            .where(contains(self.dialect, col, c.type, search))
+            .group_by(col)
+            .order_by(exp.Ordered(this=exp.column("n"), desc=True))
+            .limit(limit)
+        )
+        # Not complete, so never "no match": the full list of values is loading for the next call.
+        note = (
+            f"substring matches among the first {rows:,} rows{_of_rows(t)}; all values of this "
+            "column are loading: ask again in a few seconds for every match, misspellings included."
+        )
+        values: list[ValueCount] = []
+        try:
+            result = self.query(query.sql(dialect=self.dialect), limit=limit, timeout_s=self.settings.distinct_budget_s)
+            values = [
+                ValueCount(value=cell(v, self.settings.value_chars), count=int(n), score=100.0) for v, n in result.rows
+            ]
+        except QueryTimeout:
+            note = (
+                f"the search was stopped after {self.settings.distinct_budget_s:g} s; all values of this column "
+                "are loading: ask again in a few seconds."
+            )
+        return DistinctValues(table=t.name, column=c.name, search=search, values=values, note=note)
+
+
+def contains(dialect: str, column: exp.Column, type_name: str, needle: str) -> exp.Expression:
+    """`column` holds `needle`, ignoring case, as cheaply as the engine allows (wildcards in it are literal)."""
+    text: exp.Expression = column if is_text_type(type_name) else exp.cast(column, exp.DataType.build("TEXT"))
+    escaped = needle.strip().lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    pattern = exp.Literal.string(f"%{escaped}%")
+    like: exp.Expression
+    if dialect in ("postgres", "duckdb"):
+        like = exp.ILike(this=text, expression=pattern)
+    elif dialect == "sqlite" and needle.isascii():
+        like = exp.Like(this=text, expression=pattern)  # SQLite's LIKE ignores ASCII case by itself
+    else:
+        like = exp.Like(this=exp.Lower(this=text), expression=pattern)
+    return exp.Escape(this=like, expression=exp.Literal.string("!"))
+
+
+def is_text_type(type_name: str) -> bool:
+    upper = type_name.upper()
+    return any(t in upper for t in TEXT_TYPES) or not upper
+
+
+def table_ref(name: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name, quoted=True))
+
+
+def _prefix(table: str, col: exp.Column, rows: int) -> exp.Subquery:
+    """The first `rows` rows of one column: what a live answer on a large table may read."""
+    return exp.select(col.copy()).from_(table_ref(table)).limit(rows).subquery("_scan")
+
+
+def _of_rows(table: Table) -> str:
+    # A restricted role is not told the size of a filtered table.
+    return f" of ~{table.row_estimate:,}" if table.row_estimate is not None else ""
+
+
+def _no_match(table: str, column: str, search: str) -> str:
+    return f"no value of {table}.{column} resembles {search!r}: do not filter on a guess."
