@@ -74,14 +74,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@pytest.fixture(scope="module", params=[1, 2], ids=["1-worker", "2-workers"])
+def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("http_security")
     database = build_sqlite(folder / "hr.sqlite")
     policy = folder / "policy.toml"
     policy.write_text(POLICY)
     port = free_port()
     command = [sys.executable, "-m", "sophrosyne", "serve", str(database), "--http", "--port", str(port)]
+    command += ["--workers", str(request.param)]
     process = subprocess.Popen(
         [*command, "--policy", str(policy)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -264,6 +263,9 @@ def serve(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
+    workers: Annotated[
+        int, typer.Option(help="HTTP worker processes (stateless HTTP lets each serve any request).", min=1)
+    ] = 1,
     descriptions: DescriptionsOption = None,
     directives: DirectivesOption = None,
     audit_log: Annotated[Path | None, typer.Option(help="Append one JSONL audit record per tool call here.")] = None,
@@ -274,24 +276,38 @@ def serve(
     """Serve the database to agents over MCP (stdio by default, or streamable HTTP).
 
     Example: sophrosyne serve demo            (stdio, for Claude Code, Cursor, OpenCode)
-    Example: sophrosyne serve my.db --http --port 8000 --policy policy.toml
+    Example: sophrosyne serve my.db --http --port 8000 --policy policy.toml --workers 2
 
     Over stdio the role comes from --role; over HTTP with a policy, each request's bearer token names it.
     """
+    from sophrosyne.mcp_server import ServeSpec, serve_workers, warm_in_background
     from sophrosyne.mcp_server import serve as run_server
 
     with reported():
+        if workers > 1 and not http:
+            raise ConfigError("--workers needs --http.", hint="Over stdio the agent starts one server itself.")
         env = open_env(
             resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives, audit_log=audit_log
         )
-        # Read the schema before the first request, so the first call is not the slow one.
+        warm_in_background(env)
         err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
-        if env.settings.directives == "directives":
-            # Build (or load) the directive index meanwhile, so the first list_tables with a question is quick.
-            threading.Thread(target=env.moderator.warm, name="sophrosyne-index", daemon=True).start()
         if http:
             err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp")
-        run_server(env, http=http, host=host, port=port)
+        if workers > 1:
+            spec = ServeSpec(
+                db=resolve_db(db),
+                host=host,
+                port=port,
+                config=config,
+                descriptions=descriptions,
+                policy=policy,
+                role=role,
+                directives=directives,
+                audit_log=audit_log,
+            )
+            serve_workers(spec, workers)
+        else:
+            run_server(env, http=http, host=host, port=port)
 
 
 @app.command()

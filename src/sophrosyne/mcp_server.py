@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -15,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
+from starlette.applications import Starlette
 
 from sophrosyne.audit import AuditLog, statements
 from sophrosyne.environment import Environment
@@ -32,6 +36,7 @@ from sophrosyne.results import (
     count_tokens,
     render,
 )
+from sophrosyne.settings import Settings
 
 logger = logging.getLogger("sophrosyne.mcp")
 
@@ -284,3 +289,58 @@ def serve(
         server.run("streamable-http", host=host, port=port, stateless_http=True)
     else:
         server.run("stdio")
+
+
+def warm_in_background(env: Environment) -> None:
+    """Read the schema now and build (or load) the directive index meanwhile, so first calls are quick."""
+    _ = env.catalog
+    if env.settings.directives == "directives":
+        threading.Thread(target=env.moderator.warm, name="sophrosyne-index", daemon=True).start()
+
+
+class ServeSpec(BaseModel):
+    """What `sophrosyne serve` was asked, so that each HTTP worker process opens the same environment."""
+
+    db: str
+    host: str = "127.0.0.1"
+    port: int = 8000
+    config: Path | None = None
+    descriptions: Path | None = None
+    policy: Path | None = None
+    role: str | None = None
+    directives: str | None = None
+    audit_log: Path | None = None
+
+    def open(self) -> Environment:
+        settings = Settings.load(
+            self.config, policy_file=self.policy, directives=self.directives, audit_log=self.audit_log
+        )
+        return Environment.open(self.db, settings=settings, descriptions=self.descriptions, role_name=self.role)
+
+
+SPEC_VARIABLE = "SOPHROSYNE_SERVE_SPEC"
+
+
+def serve_workers(spec: ServeSpec, workers: int) -> None:
+    """Streamable HTTP in several processes: uvicorn starts each from `http_app`, which reads the spec."""
+    import uvicorn
+
+    os.environ[SPEC_VARIABLE] = spec.model_dump_json()
+    uvicorn.run(
+        "sophrosyne.mcp_server:http_app",
+        factory=True,
+        host=spec.host,
+        port=spec.port,
+        workers=workers,
+        log_level="info",
+    )
+
+
+def http_app() -> Starlette:
+    """The ASGI app of one HTTP worker, built from the spec its parent process left in the environment."""
+    spec = ServeSpec.model_validate_json(os.environ[SPEC_VARIABLE])
+    env = spec.open()
+    warm_in_background(env)
+    url = f"http://{spec.host}:{spec.port}"
+    server = build_server(env, http_url=url, require_token=env.policy is not None)
+    return server.streamable_http_app(stateless_http=True, host=spec.host)
