@@ -70,3 +70,10 @@ def test_a_configured_model_infers_column_names(tmp_path: Path) -> None:
         assert not {d.table for d in listed.directives} & {"training_enrollments", "training_courses"}
         with pytest.raises(ConfigError, match="llm_model"):
             open_demo(tmp_path, llm_base_url=url).list_tables(question="anything")
+
+
+@pytest.mark.parametrize("question", ["hello there", "What is the answer?"])
+def test_no_directives_when_nothing_in_the_question_points_anywhere(tmp_path: Path, question: str) -> None:
+    listed = open_demo(tmp_path).list_tables(question=question)
+    assert listed.directives == []
+    assert listed.directive_note and "nothing in the question" in listed.directive_note

@@ -565,7 +565,15 @@ def score_tables(
         entry.features["no_evidence"] = 0.0 if evidence.strip() else 1.0
         logit = weights.get("bias", 0.0) + sum(weights.get(f, 0.0) * v for f, v in entry.features.items())
         entry.score = float(1.0 / (1.0 + np.exp(-logit)))
-    return TableScores(board, lexicon, anchor_groups=anchor_groups, has_knowledge=bool(evidence.strip()))
+    abstain = ""
+    strong = ("anchor", "anchor_shared", "table_named", "column_phrase", "column_phrase_shared", "value")
+    if not evidence.strip() and coverage == 0.0 and not any(e.features.get(f) for e in board.values() for f in strong):
+        # No word of the question is a word of the schema, and nothing is named or grounded: any pick would
+        # rest on fuzzy similarity alone, so say nothing rather than name tables at random.
+        abstain = "nothing in the question names or resembles a table, column or value closely enough"
+    return TableScores(
+        board, lexicon, abstain_note=abstain, anchor_groups=anchor_groups, has_knowledge=bool(evidence.strip())
+    )
 
 
 def _keep(scores: dict[str, float], scored: TableScores, threshold: float, settings: DirectiveSettings) -> set[str]:
