@@ -15,6 +15,13 @@ from sophrosyne.settings import Settings
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 COMMANDS = sorted(info.name or info.callback.__name__ for info in app.registered_commands if info.callback)
+SUBCOMMANDS = sorted(
+    (group.name or "", info.name or info.callback.__name__)
+    for group in app.registered_groups
+    if group.typer_instance
+    for info in group.typer_instance.registered_commands
+    if info.callback
+)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -23,6 +30,14 @@ def test_every_command_has_help_with_an_example_and_is_in_the_readme(command: st
     assert result.exit_code == 0, result.output
     assert "Example:" in result.output
     assert f"sophrosyne {command}" in README
+
+
+@pytest.mark.parametrize(("group", "command"), SUBCOMMANDS)
+def test_every_subcommand_has_help_with_an_example_and_is_in_the_readme(group: str, command: str) -> None:
+    result = CliRunner().invoke(app, [group, command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Example:" in result.output
+    assert f"sophrosyne {group} {command}" in README
 
 
 def test_every_setting_is_documented_and_in_the_readme() -> None:
