@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from sophrosyne.connection import Database
 
 
+TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR", "NAME", "ENUM")
+
+
+def is_text_type(type_name: str) -> bool:
+    """Whether a column of this declared type holds text (SQLite columns without a type count as text)."""
+    upper = (type_name or "").upper()
+    return not upper or any(t in upper for t in TEXT_TYPES)
+
+
 @dataclass
 class Column:
     name: str

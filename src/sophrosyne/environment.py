@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from sophrosyne import guard
 from sophrosyne.audit import note_statement
-from sophrosyne.catalog import Catalog, ForeignKey, Table, load_bird_descriptions
+from sophrosyne.catalog import Catalog, ForeignKey, Table, is_text_type, load_bird_descriptions
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.errors import (
     ConfigError,
@@ -23,7 +23,7 @@ from sophrosyne.errors import (
     UnknownColumn,
     UnknownTable,
 )
-from sophrosyne.grounding import Grounder, ValueCache, contains, is_text_type, table_ref
+from sophrosyne.grounding import Grounder, ValueCache, contains, table_ref
 from sophrosyne.moderation import Moderator
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (

@@ -13,14 +13,13 @@ from typing import Any
 from rapidfuzz import fuzz, process
 from sqlglot import exp
 
-from sophrosyne.catalog import Column, Table
+from sophrosyne.catalog import Column, Table, is_text_type
 from sophrosyne.connection import QueryResult
 from sophrosyne.errors import QueryTimeout
 from sophrosyne.results import DistinctValues, ValueCount, cell, cut_note
 from sophrosyne.settings import Settings
 
 _WORD = re.compile(r"\w+")
-TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR", "NAME", "ENUM")
 Query = Callable[..., QueryResult]
 # Below this many values every value is scored; above it, only values sharing a word with the search.
 FULL_SCAN_VALUES = 5_000
@@ -245,11 +244,6 @@ def contains(dialect: str, column: exp.Column, type_name: str, needle: str) -> e
     else:
         like = exp.Like(this=exp.Lower(this=text), expression=pattern)
     return exp.Escape(this=like, expression=exp.Literal.string("!"))
-
-
-def is_text_type(type_name: str) -> bool:
-    upper = type_name.upper()
-    return any(t in upper for t in TEXT_TYPES) or not upper
 
 
 def table_ref(name: str) -> exp.Table:

@@ -10,9 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sophrosyne.catalog import Catalog
-
-TEXT_TYPES = ("char", "text", "string", "clob", "varchar", "enum")
+from sophrosyne.catalog import Catalog, is_text_type
 
 
 def normalize_value(value: str) -> str:
@@ -53,7 +51,7 @@ class ValueIndex:
         index = cls()
         for table in catalog.tables.values():
             for column in table.columns:
-                if not _is_text(column.type):
+                if not is_text_type(column.type):
                     continue
                 if time.perf_counter() - started > budget.seconds or len(index.values) >= budget.total:
                     index.complete = False
@@ -137,8 +135,3 @@ def load_or_build_values(
     path.parent.mkdir(parents=True, exist_ok=True)
     index.save(path)
     return index
-
-
-def _is_text(type_name: str) -> bool:
-    lowered = (type_name or "").lower()
-    return not lowered or any(t in lowered for t in TEXT_TYPES)
