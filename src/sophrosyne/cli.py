@@ -365,6 +365,10 @@ def demo_steps(env: Environment) -> list[tuple[str, Callable[[], None]]]:
             lambda: show(env.list_tables(question=question)),
         ),
         (
+            "   search_schema finds where things are stored, in schemas too large to read whole",
+            lambda: show(env.search_schema("date of an unexplained absence", k=3)),
+        ),
+        (
             "2. describe_table employees: `department` holds codes, not names",
             lambda: show(env.describe_table("employees")),
         ),
