@@ -293,6 +293,13 @@ class _Evidence:
             self.reason, self.reason_strength = reason, strength
 
 
+def _clip(text: str, limit: int) -> str:
+    """Cut at a word boundary, so a quoted clause never ends mid-word or mid-quote."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(" '\"=,;") + "…"
+
+
 def _phrase_in(phrase: str, text: str) -> bool:
     return bool(phrase) and f" {phrase} " in text
 
@@ -450,7 +457,7 @@ def _retrieval_signals(
             strength = (0.6 if is_evidence else 0.5) * score
             reason = ""
             if strength > entry.reason_strength:
-                reason = f"`{index.docs[doc].table}.{index.docs[doc].column}` resembles \u201c{text[:40]}\u201d"
+                reason = f"`{index.docs[doc].table}.{index.docs[doc].column}` resembles \u201c{_clip(text, 40)}\u201d"
             entry.note(f"ret_{kind}", score, reason, strength)
             if rank == 1:
                 if is_evidence or is_question:
@@ -614,7 +621,7 @@ def decide_directives(scored: TableScores, settings: DirectiveSettings | None = 
         tier = "high" if score < settings.high_tier else "medium"
         why = "nothing in the question or knowledge points to it"
         if reasons[table]:
-            why = f"weak match only: {reasons[table]}"
+            why = f"only a loose match: {reasons[table]}"
         flagged.append(TableDirective(table, why, tier, round(1.0 - score, 3)))
     return Directives(flagged, sorted(relevant), scores=scores)
 
