@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,7 +12,6 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table as RichTable
@@ -32,6 +30,7 @@ from sophrosyne.results import (
     render,
 )
 from sophrosyne.settings import Settings
+from sophrosyne.terminal import console, err_console, reported
 
 app = typer.Typer(
     name="sophrosyne",
@@ -41,8 +40,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console()
-err_console = Console(stderr=True)
 
 DEMO = "demo"
 DB_HELP = "Database: a .sqlite/.db/.duckdb path or a SQLAlchemy URL; `demo` (the default) is the embedded HR demo."
@@ -74,18 +71,6 @@ def split_db(args: list[str], needed: int, usage: str) -> tuple[str, list[str]]:
     if len(args) == needed + 1:
         return resolve_db(args[0]), args[1:]
     raise typer.BadParameter(f"expected {usage}, got {len(args)} argument(s).")
-
-
-@contextmanager
-def reported() -> Iterator[None]:
-    """The one place where errors become a one-line reason on stderr and a non-zero exit."""
-    try:
-        yield
-    except SophrosyneError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", soft_wrap=True)
-        if exc.hint:
-            err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}", soft_wrap=True)
-        raise typer.Exit(1) from None
 
 
 def open_env(

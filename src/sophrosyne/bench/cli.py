@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
 from sophrosyne.bench.datasets import DATASETS, Dataset, load_custom, load_dataset
 from sophrosyne.bench.directives_bench import SYSTEMS, plot_curve, report, run_directives_bench, write_json
 from sophrosyne.directives import DirectiveSettings
-from sophrosyne.errors import SophrosyneError
+from sophrosyne.terminal import console, progress_bar, reported
 
 bench_app = typer.Typer(
     name="bench",
@@ -26,9 +21,6 @@ bench_app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Reports are often piped to a file: keep their tables wide enough to read there.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True)
 METRICS = (
     "questions",
     "safe_rate",
@@ -46,40 +38,6 @@ def bench() -> None:
 
     Example: sophrosyne bench directives --dataset spider-dev
     """
-
-
-@contextmanager
-def _reported() -> Iterator[None]:
-    try:
-        yield
-    except SophrosyneError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.message)}")
-        if exc.hint:
-            err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}")
-        raise typer.Exit(1) from None
-
-
-@contextmanager
-def progress_bar(enabled: bool = True) -> Iterator[Any]:
-    """A rich progress bar driven by tick(stage, done, total) callbacks; one task per stage."""
-    progress = Progress(
-        TextColumn("{task.description:<10}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        disable=not enabled,
-        transient=False,
-    )
-    tasks: dict[str, Any] = {}
-
-    def tick(stage: str, done: int, total: int) -> None:
-        if stage not in tasks:
-            tasks[stage] = progress.add_task(stage, total=total)
-        progress.update(tasks[stage], completed=done, total=total)
-
-    with progress:
-        yield tick
 
 
 @bench_app.command("directives")
@@ -114,7 +72,7 @@ def directives_command(
     """
     if split not in ("tune", "holdout", "all"):
         raise typer.BadParameter("--split is tune, holdout or all.")
-    with _reported():
+    with reported():
         data = _load(dataset, questions, tables, descriptions, databases)
         settings = DirectiveSettings() if threshold is None else DirectiveSettings(threshold=threshold)
         with progress_bar(not quiet) as tick:

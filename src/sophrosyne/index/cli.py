@@ -7,19 +7,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sophrosyne.catalog import load_bird_descriptions
-from sophrosyne.errors import SophrosyneError
 from sophrosyne.index.embedders import default_embedder
 from sophrosyne.index.schema_index import index_folder, load_or_build
 from sophrosyne.index.values import ValueBudget, load_or_build_values, values_path
 from sophrosyne.settings import Settings
-
-console = Console()
-err_console = Console(stderr=True)
+from sophrosyne.terminal import console, progress_bar, reported
 
 
 def index_command(
@@ -41,7 +36,7 @@ def index_command(
     """
     from sophrosyne.connection import open_database
 
-    try:
+    with reported():
         settings = Settings.load(config)
         database = open_database(db, settings)
         catalog = database.catalog()
@@ -55,21 +50,7 @@ def index_command(
             shutil.rmtree(folder)
             values_path(settings.cache_dir, catalog).unlink(missing_ok=True)
         started = time.perf_counter()
-        progress = Progress(
-            TextColumn("{task.description:<8}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-        )
-        tasks: dict[str, object] = {}
-
-        def tick(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total)
-            progress.update(tasks[stage], completed=done, total=total)  # type: ignore[arg-type]
-
-        with progress:
+        with progress_bar() as tick:
             index = load_or_build(catalog, settings.cache_dir, embedder=embedder, progress=tick)
             value_count = 0
             if values:
@@ -85,8 +66,3 @@ def index_command(
             + (f" and {value_count} distinct values" if values else "")
             + f" in {elapsed:.2f} s -> {escape(str(folder))}"
         )
-    except SophrosyneError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.message)}")
-        if exc.hint:
-            err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}")
-        raise typer.Exit(1) from None

@@ -1,0 +1,54 @@
+"""Terminal output shared by every command: the consoles, the one error-to-exit mapping, the progress bar."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from sophrosyne.errors import SophrosyneError
+
+# Output is often piped to a file: keep tables wide enough to read there.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True)
+
+Tick = Callable[[str, int, int], None]
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """The one place where errors become a one-line reason (and a hint) on stderr and exit code 1."""
+    try:
+        yield
+    except SophrosyneError as exc:
+        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", soft_wrap=True)
+        if exc.hint:
+            err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}", soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+@contextmanager
+def progress_bar(enabled: bool = True) -> Iterator[Tick]:
+    """A progress bar on stderr driven by tick(stage, done, total) callbacks, one bar per stage."""
+    progress = Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=not enabled,
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def tick(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(stage, total=total)
+        progress.update(tasks[stage], completed=done, total=total)
+
+    with progress:
+        yield tick
