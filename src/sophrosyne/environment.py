@@ -366,13 +366,7 @@ class Environment:
 
     def explain_sql(self, sql: str) -> QueryPlan:
         """The engine's plan for a read-only statement, with hints about full scans of large tables."""
-        expression = guard.check_sql(sql, self.dialect)
-        executed = self.role.rewrite(expression, self.full_catalog, self.dialect).sql(dialect=self.dialect)
-        prefix = "EXPLAIN QUERY PLAN" if self.dialect == "sqlite" else "EXPLAIN"
-        try:
-            result = self.db.run(f"{prefix} {executed}", limit=500)
-        except QueryFailed as exc:
-            raise self._explain_error(exc, expression) from None
+        result, executed, expression = self._secure(sql, limit=500, explain=True)
         plan = [" ".join(str(v) for v in row if v is not None) for row in result.rows]
         scanned: set[str] = set()
         if self.dialect == "duckdb":
@@ -396,7 +390,6 @@ class Environment:
                     f"full scan of {t.name}{rows}, a large table: filter on an indexed column "
                     "or the leading column of a composite index."
                 )
-        note_statement(sql, f"{prefix} {executed}", len(result.rows))
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
             return QueryPlan(
@@ -410,15 +403,22 @@ class Environment:
     # -- the one secured path -----------------------------------------------------------------------------
 
     def _secure(
-        self, sql: str, *, limit: int, timeout_s: float | None = None
+        self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False
     ) -> tuple[QueryResult, str, exp.Expression]:
-        """Guard, then the role's rewrite, then a read-only session: the only way a tool reads data."""
+        """Guard, then the role's rewrite, then a read-only session: the only way a tool reads data.
+
+        With `explain`, the engine plans the rewritten statement instead of running it.
+        """
         expression = guard.check_sql(sql, self.dialect)
         executed = self.role.rewrite(expression, self.full_catalog, self.dialect).sql(dialect=self.dialect)
+        sent = f"{'EXPLAIN QUERY PLAN' if self.dialect == 'sqlite' else 'EXPLAIN'} {executed}" if explain else executed
         try:
-            result = self.db.run(executed, limit=limit, timeout_s=timeout_s)
+            result = self.db.run(sent, limit=limit, timeout_s=timeout_s)
         except QueryFailed as exc:
             raise self._explain_error(exc, expression) from None
+        if explain:
+            note_statement(sql, sent, len(result.rows))
+            return result, executed, expression
         if not self.role.unrestricted:
             # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
             kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
