@@ -1,3 +1,113 @@
-"""Sophrosyne: a moderated data environment for SQL agents."""
+"""Sophrosyne: a moderated data environment for SQL agents.
+
+The Python API is the product: `Environment`, its settings, policy, errors and typed results. Names load
+on first use, so `import sophrosyne` (and with it the CLI) stays quick.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_HOMES = {
+    "sophrosyne.environment": "Environment",
+    "sophrosyne.settings": "Settings",
+    "sophrosyne.policy": "Policy Role TableRule hash_token load_policy",
+    "sophrosyne.errors": (
+        "SophrosyneError ConfigError ConnectionFailed UnknownTable UnknownColumn InvalidArgument RejectedSQL "
+        "SQLSyntaxError QueryTimeout QueryFailed AccessDenied"
+    ),
+    "sophrosyne.results": (
+        "SourceInfo TableSummary TableGroupInfo Directive TableList ColumnInfo TableDescription ValueCount "
+        "DistinctValues TableRows FoundRows SchemaHit SchemaHits QueryOutput QueryPlan"
+    ),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names.split()}
+
+__all__ = [
+    "AccessDenied",
+    "ColumnInfo",
+    "ConfigError",
+    "ConnectionFailed",
+    "Directive",
+    "DistinctValues",
+    "Environment",
+    "FoundRows",
+    "InvalidArgument",
+    "Policy",
+    "QueryFailed",
+    "QueryOutput",
+    "QueryPlan",
+    "QueryTimeout",
+    "RejectedSQL",
+    "Role",
+    "SQLSyntaxError",
+    "SchemaHit",
+    "SchemaHits",
+    "Settings",
+    "SophrosyneError",
+    "SourceInfo",
+    "TableDescription",
+    "TableGroupInfo",
+    "TableList",
+    "TableRows",
+    "TableRule",
+    "TableSummary",
+    "UnknownColumn",
+    "UnknownTable",
+    "ValueCount",
+    "__version__",
+    "hash_token",
+    "load_policy",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sophrosyne' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from sophrosyne.environment import Environment
+    from sophrosyne.errors import (
+        AccessDenied,
+        ConfigError,
+        ConnectionFailed,
+        InvalidArgument,
+        QueryFailed,
+        QueryTimeout,
+        RejectedSQL,
+        SophrosyneError,
+        SQLSyntaxError,
+        UnknownColumn,
+        UnknownTable,
+    )
+    from sophrosyne.policy import Policy, Role, TableRule, hash_token, load_policy
+    from sophrosyne.results import (
+        ColumnInfo,
+        Directive,
+        DistinctValues,
+        FoundRows,
+        QueryOutput,
+        QueryPlan,
+        SchemaHit,
+        SchemaHits,
+        SourceInfo,
+        TableDescription,
+        TableGroupInfo,
+        TableList,
+        TableRows,
+        TableSummary,
+        ValueCount,
+    )
+    from sophrosyne.settings import Settings

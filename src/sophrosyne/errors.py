@@ -50,6 +50,12 @@ class UnknownColumn(SophrosyneError):
     code = "unknown_column"
 
 
+class InvalidArgument(SophrosyneError):
+    """A tool argument is out of range or of the wrong form (an empty search term, a negative limit)."""
+
+    code = "invalid_argument"
+
+
 class RejectedSQL(SophrosyneError):
     """The guard refused a statement: it is not one read-only query, or it calls a forbidden function."""
 

@@ -1,0 +1,39 @@
+"""The package surface: `from sophrosyne import ...` gives the API, and importing it (or the CLI) stays light."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import sophrosyne
+
+HEAVY = ("sqlglot", "sqlalchemy", "numpy", "mcp", "bm25s", "duckdb", "rapidfuzz")
+
+
+@pytest.mark.parametrize("name", sorted(set(sophrosyne.__all__) - {"__version__"}))
+def test_every_exported_name_resolves_to_its_home(name: str) -> None:
+    value = getattr(sophrosyne, name)
+    home = importlib.import_module(sophrosyne._HOME[name])
+    assert value is getattr(home, name)
+
+
+def test_exports_and_homes_agree() -> None:
+    assert set(sophrosyne.__all__) - {"__version__"} == set(sophrosyne._HOME)
+
+
+def test_unknown_names_are_attribute_errors() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = sophrosyne.Nope  # type: ignore[attr-defined]
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sorted(m for m in sys.modules if '.' not in m)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_importing_the_package_loads_no_heavy_dependency() -> None:
+    assert not _loaded_after("import sophrosyne") & {*HEAVY, "pydantic"}
