@@ -2,35 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel
-from rich import box
-from rich.markup import escape
-from rich.panel import Panel
-from rich.table import Table as RichTable
 
 from sophrosyne.bench.cli import bench_app
-from sophrosyne.environment import Environment
-from sophrosyne.errors import ConfigError, SophrosyneError
+from sophrosyne.errors import ConfigError
 from sophrosyne.index.cli import index_command
-from sophrosyne.results import (
-    DistinctValues,
-    FoundRows,
-    QueryOutput,
-    SchemaHits,
-    TableDescription,
-    TableList,
-    render,
-)
-from sophrosyne.settings import Settings
 from sophrosyne.terminal import console, err_console, reported
+
+if TYPE_CHECKING:
+    from sophrosyne.environment import Environment
+
+# Only typer and rich load at start-up; each command imports what it needs, so `--help` and a small
+# query stay quick (the database drivers, sqlglot and the index are heavy).
 
 app = typer.Typer(
     name="sophrosyne",
@@ -83,118 +70,11 @@ def open_env(
     directives: str | None = None,
     audit_log: Path | None = None,
 ) -> Environment:
+    from sophrosyne.environment import Environment
+    from sophrosyne.settings import Settings
+
     settings = Settings.load(config, policy_file=policy, directives=directives, audit_log=audit_log)
     return Environment.open(db, settings=settings, descriptions=descriptions, role_name=role)
-
-
-def emit(result: BaseModel | list[Any], as_json: bool) -> None:
-    """JSON for machines; for people, tables (what an agent sees is in `sophrosyne demo` and over MCP)."""
-    if as_json:
-        data = (
-            [r.model_dump(mode="json") for r in result] if isinstance(result, list) else result.model_dump(mode="json")
-        )
-        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-        return
-    for item in result if isinstance(result, list) else [result]:
-        show = HUMAN.get(type(item))
-        if show is not None:
-            show(item)
-        else:
-            console.print(escape(render(item)), highlight=False)
-
-
-def grid(title: str | None, *columns: str) -> RichTable:
-    return RichTable(*columns, title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
-
-
-def text(value: Any) -> str:
-    return "NULL" if value is None else escape(str(value))
-
-
-def notes(*lines: str | None) -> None:
-    for line in lines:
-        if line:
-            console.print(f"[dim]{escape(line)}[/]")
-
-
-def print_rows(result: QueryOutput) -> None:
-    table = grid(None, *(escape(c) for c in result.columns))
-    for row in result.rows:
-        table.add_row(*(text(v) for v in row))
-    console.print(table)
-    more = " (truncated: more rows exist)" if result.truncated else ""
-    notes(f"{result.row_count} rows{more} in {result.elapsed_ms:.0f} ms", result.reminder, result.cut)
-
-
-def print_tables(result: TableList) -> None:
-    table = grid(f"{len(result.tables)} tables in {result.source}", "table", "rows", "joins", "description")
-    for t in result.tables:
-        rows = f"~{t.row_estimate:,}" if t.row_estimate is not None else "?"
-        name = f"{t.name} (view)" if t.kind == "view" else t.name
-        table.add_row(escape(name), rows, escape("\n".join(t.join_keys)), escape(t.description))
-    console.print(table)
-    for g in result.groups:
-        notes(f"group {g.pattern}: {g.count} tables with the same {g.columns} columns ({g.first} … {g.last})")
-    if result.directives:
-        flagged = grid("likely irrelevant to the question", "table", "confidence", "reason")
-        for d in result.directives:
-            flagged.add_row(escape(d.table), d.confidence, escape(d.reason))
-        console.print(flagged)
-    notes(result.directive_note, result.cut)
-
-
-def print_description(result: TableDescription) -> None:
-    rows = f"~{result.row_estimate:,} rows" if result.row_estimate is not None else "rows unknown"
-    title = f"{result.kind} {result.table} ({rows}; samples from {result.sampled_rows:,} rows)"
-    table = grid(title, "column", "type", "key", "null", "samples", "description")
-    for c in result.columns:
-        null = "" if c.null_share is None else f"{c.null_share:.0%}"
-        samples = ", ".join(repr(v) for v in c.samples)
-        table.add_row(escape(c.name), escape(c.type), escape(c.key or ""), null, escape(samples), escape(c.description))
-    console.print(table)
-    notes(
-        result.description,
-        "references: " + ", ".join(result.references) if result.references else None,
-        "referenced by: " + ", ".join(result.referenced_by) if result.referenced_by else None,
-        result.reminder,
-        result.cut,
-    )
-
-
-def print_values(result: DistinctValues) -> None:
-    what = f" matching {result.search!r}" if result.search else ""
-    table = grid(f"{result.table}.{result.column}{what}", "value", "count", "match")
-    for v in result.values:
-        table.add_row(text(v.value), f"{v.count:,}", "" if v.score is None else f"{v.score:.0f}")
-    console.print(table)
-    notes(result.note, result.cut)
-
-
-def print_found(result: FoundRows) -> None:
-    for m in result.matches:
-        table = grid(f"{m.table} (matched in {', '.join(m.matched_columns)})", *(escape(c) for c in m.columns))
-        for row in m.rows:
-            table.add_row(*(text(v) for v in row))
-        console.print(table)
-    notes(f"searched {result.searched_tables} tables" + ("" if result.matches else "; no rows matched"))
-    notes(result.note, result.cut)
-
-
-def print_hits(result: SchemaHits) -> None:
-    table = grid(f"columns best matching {result.query!r}", "table.column", "score", "description")
-    for h in result.hits:
-        table.add_row(escape(f"{h.table}.{h.column}"), f"{h.score:.3f}", escape(h.description))
-    console.print(table)
-
-
-HUMAN: dict[type, Callable[[Any], None]] = {
-    QueryOutput: print_rows,
-    TableList: print_tables,
-    TableDescription: print_description,
-    DistinctValues: print_values,
-    FoundRows: print_found,
-    SchemaHits: print_hits,
-}
 
 
 @app.command()
@@ -213,6 +93,8 @@ def tables(
 
     Example: sophrosyne tables demo --question "How many employees were absent in November?"
     """
+    from sophrosyne.display import emit
+
     with reported():
         env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives)
         emit(env.list_tables(question=question, knowledge=knowledge), as_json)
@@ -230,6 +112,8 @@ def describe(
 
     Example: sophrosyne describe demo employees
     """
+    from sophrosyne.display import emit
+
     with reported():
         db, (table,) = split_db(args, 1, "[DB] TABLE")
         emit(open_env(db, config, policy=policy, role=role).describe_table(table), as_json)
@@ -252,6 +136,8 @@ def values(
 
     Example: sophrosyne values demo departments dept_name --search operations
     """
+    from sophrosyne.display import emit
+
     with reported():
         db, (table, column) = split_db(args, 2, "[DB] TABLE COLUMN")
         emit(
@@ -275,6 +161,8 @@ def find(
 
     Example: sophrosyne find demo "Field Operations"
     """
+    from sophrosyne.display import emit
+
     with reported():
         db, (term,) = split_db(args, 1, "[DB] TERM")
         emit(open_env(db, config, policy=policy, role=role).find_rows(term, table=table), as_json)
@@ -294,6 +182,8 @@ def search(
 
     Example: sophrosyne search demo "date of an unexplained absence"
     """
+    from sophrosyne.display import emit
+
     with reported():
         db, (query,) = split_db(args, 1, "[DB] QUERY")
         emit(open_env(db, config, descriptions, policy=policy, role=role).search_schema(query, k=k), as_json)
@@ -313,6 +203,8 @@ def sql(
 
     Example: sophrosyne sql demo "SELECT dept_name FROM departments LIMIT 5"
     """
+    from sophrosyne.display import emit
+
     with reported():
         db, (statement,) = split_db(args, 1, "[DB] SQL")
         env = open_env(db, config, policy=policy, role=role)
@@ -331,6 +223,8 @@ def sources(
 
     Example: sophrosyne sources postgresql://postgres@127.0.0.1/test
     """
+    from sophrosyne.display import emit
+
     with reported():
         emit(open_env(resolve_db(db), config, policy=policy, role=role).list_sources(), as_json)
 
@@ -413,62 +307,10 @@ def demo(
 
     Example: sophrosyne demo
     """
+    from sophrosyne.demo import run_demo
+
     with reported():
-        env = open_env(resolve_db(db), None)
-        for title, step in demo_steps(env):
-            console.print(Panel(escape(title), style="bold cyan", expand=False))
-            step()
-
-
-def demo_steps(env: Environment) -> list[tuple[str, Callable[[], None]]]:
-    question = "How many employees in the operations team were absent last month (November 2025)?"
-    grounded = (
-        "SELECT COUNT(DISTINCT a.employee_id) AS absent_employees\n"
-        "FROM absence_records AS a JOIN employees AS e ON a.employee_id = e.employee_id\n"
-        "WHERE e.department = 'D042' AND a.absence_date >= '2025-11-01' AND a.absence_date < '2025-12-01'"
-    )
-
-    def show(result: BaseModel) -> None:
-        console.print(escape(render(result)), highlight=False)
-
-    def rejected() -> None:
-        try:
-            env.execute_sql("DELETE FROM absence_records")
-        except SophrosyneError as exc:
-            console.print(f"[red]refused:[/] {escape(str(exc))}")
-
-    return [
-        (
-            f"Question: {question}\n1. list_tables, always first",
-            lambda: show(env.list_tables(question=question)),
-        ),
-        (
-            "   search_schema finds where things are stored, in schemas too large to read whole",
-            lambda: show(env.search_schema("date of an unexplained absence", k=3)),
-        ),
-        (
-            "2. describe_table employees: `department` holds codes, not names",
-            lambda: show(env.describe_table("employees")),
-        ),
-        (
-            "   describe_table absence_records: the unexplained absences",
-            lambda: show(env.describe_table("absence_records")),
-        ),
-        (
-            "3. ground the filter: get_distinct_values(departments, dept_name, search='operations')\n"
-            "   three matches: an agent must ask which one; here the user means Operations and Logistics",
-            lambda: show(env.get_distinct_values("departments", "dept_name", search="operations")),
-        ),
-        (
-            "   find_rows('Operations and Logistics') gives its code",
-            lambda: show(env.find_rows("Operations and Logistics", table="departments")),
-        ),
-        (
-            "4. the grounded query (COUNT DISTINCT: one employee can be absent twice)",
-            lambda: show(env.execute_sql(grounded)),
-        ),
-        ("5. a write is refused before it reaches the database", rejected),
-    ]
+        run_demo(open_env(resolve_db(db), None))
 
 
 app.command("index")(index_command)
