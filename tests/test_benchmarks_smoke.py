@@ -28,6 +28,8 @@ REPEATS = 3
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
+    # The script imports its synthetic database builder from its own folder, as `python SCRIPT` would.
+    sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("tool_latency", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
