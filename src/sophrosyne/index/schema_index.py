@@ -18,7 +18,7 @@ import numpy.typing as npt
 from sophrosyne.catalog import Catalog
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
-from sophrosyne.index.fusion import RRF_K
+from sophrosyne.index.fusion import reciprocal_rank_fusion
 from sophrosyne.index.text import split_identifier, tokenize
 from sophrosyne.index.vectors import VectorIndex
 
@@ -221,11 +221,7 @@ class SchemaIndex:
         if allowed is not None:
             lex_top = [i for i in lex_top if (self.docs[i].table, self.docs[i].column) in allowed]
             dense_top = [i for i in dense_top if (self.docs[i].table, self.docs[i].column) in allowed]
-        fused: dict[int, float] = {}
-        for ranking in (lex_top, dense_top):
-            for rank, doc in enumerate(ranking, start=1):
-                fused[doc] = fused.get(doc, 0.0) + 1.0 / (RRF_K + rank)
-        best = sorted(fused.items(), key=lambda pair: -pair[1])[:k]
+        best = reciprocal_rank_fusion([lex_top, dense_top])[:k]
         return [ColumnHit(self.docs[i].table, self.docs[i].column, round(score, 6)) for i, score in best]
 
 
