@@ -78,7 +78,7 @@ def directives_command(
         with progress_bar(not quiet) as tick:
             run = run_directives_bench(data, settings=settings, split=split, tick=tick, limit=limit)
         result = report(run)
-        result["settings"] = {"threshold": settings.threshold, "split": split}
+        result["settings"] = {"threshold": settings.threshold_for(True), "split": split}
         print_report(result)
         if json_path:
             write_json(result, json_path)

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from sophrosyne.bench.baselines import paper_rules_top1
 from sophrosyne.bench.datasets import Dataset, Question
 from sophrosyne.catalog import Catalog
 from sophrosyne.directives import (
     DirectiveSettings,
     decide_directives,
     gold_tables,
-    paper_directives,
     score_tables,
 )
 from sophrosyne.index.embedders import Embedder, default_embedder
@@ -100,7 +100,7 @@ def run_directives_bench(
     if limit is not None:
         questions = questions[:limit]
     if not knowledge:
-        questions = [replace(q, evidence="") for q in questions]
+        questions = [replace(q, knowledge="") for q in questions]
     run = BenchRun(dataset.name, tune_databases=tune, holdout_databases=holdout)
     used = {q.db_id for q in questions}
     subset = Dataset(
@@ -124,14 +124,14 @@ def run_directives_bench(
         run.outcomes.append(Outcome(q, "oracle", gold, tables, set(tables) - gold))
         index, value_index = indexes[q.db_id], values.get(q.db_id)
         started = time.perf_counter()
-        scored = score_tables(q.question, q.evidence, catalog, index, value_index, settings)
+        scored = score_tables(q.question, q.knowledge, catalog, index, value_index, settings)
         directives = decide_directives(scored, settings)
         latency = (time.perf_counter() - started) * 1000
         run.outcomes.append(
             Outcome(q, "directives", gold, tables, set(directives.flagged), latency, directives.abstained)
         )
         started = time.perf_counter()
-        paper = paper_directives(q.question, q.evidence, catalog, index)
+        paper = paper_rules_top1(q.question, q.knowledge, catalog, index)
         latency = (time.perf_counter() - started) * 1000
         run.outcomes.append(Outcome(q, "paper", gold, tables, set(paper.flagged), latency))
         for threshold in CURVE_THRESHOLDS:
