@@ -172,9 +172,12 @@ def plot_curve(data: dict[str, Any], path: Path) -> None:
     for system, marker in markers.items():
         s = data["summary"].get(system)
         if s and s.get("questions"):
-            axes.plot([s["prune_rate"]], [s["safe_rate"]], marker, markersize=10, label=system)
+            axes.plot(
+                [s["prune_rate"]], [s["safe_rate"]], marker, markersize=10, label=f"{system}, {PART_NAMES[headline]}"
+            )
     chosen = data["summary"]["directives"]
-    axes.plot([chosen["prune_rate"]], [chosen["safe_rate"]], "D", markersize=9, label="directives (default)")
+    label = f"directives (fitted thresholds), {PART_NAMES[headline]}"
+    axes.plot([chosen["prune_rate"]], [chosen["safe_rate"]], "D", markersize=9, label=label)
     axes.set_xlabel("prune rate (flagged non-gold / non-gold tables)")
     axes.set_ylabel("safe rate (questions with no gold table flagged)")
     axes.set_title(f"Directives on {data['dataset']}: {PART_LABELS[headline]}", fontsize=9)
