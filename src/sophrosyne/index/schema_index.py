@@ -124,8 +124,12 @@ class SchemaIndex:
         total = len(docs)
         if progress:
             progress("bm25", 0, total)
+        corpus = [d.bm25_tokens or ["_"] for d in docs] or [["_"]]
+        # The vocabulary in first-seen order: bm25s builds it from a set, whose order changes with Python's hash
+        # seed, and so would the order in which a query's term scores are summed (the last bits of a score).
+        vocab = {token: i for i, token in enumerate(dict.fromkeys(t for tokens in corpus for t in tokens))}
         bm25 = bm25s.BM25()
-        bm25.index([d.bm25_tokens or ["_"] for d in docs] or [["_"]], show_progress=False)
+        bm25.index(([[vocab[t] for t in tokens] for tokens in corpus], vocab), show_progress=False)
         if progress:
             progress("bm25", total, total)
         chunks = []
