@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -251,7 +250,7 @@ class Environment:
     def grounder(self) -> Grounder:
         if self._grounder is None:
             self._grounder = Grounder(
-                self._query, self.settings, self.dialect, self.values, scope=(self.db.name, self.role.name)
+                self._query, self.settings, self.db.engine, self.values, scope=(self.db.name, self.role.name)
             )
         return self._grounder
 
@@ -281,7 +280,7 @@ class Environment:
             searched += 1
             types = {c.name: c.type for c in t.columns}
             condition = exp.or_(
-                *(contains(self.dialect, exp.column(n, quoted=True), types.get(n, ""), term) for n in names)
+                *(contains(self.db.engine, exp.column(n, quoted=True), types.get(n, ""), term) for n in names)
             )
             query = exp.select("*").from_(table_ref(t.name)).where(condition).limit(limit)
             try:
@@ -367,19 +366,7 @@ class Environment:
     def explain_sql(self, sql: str) -> QueryPlan:
         """The engine's plan for a read-only statement, with hints about full scans of large tables."""
         result, executed, expression = self._secure(sql, limit=500, explain=True)
-        plan = [" ".join(str(v) for v in row if v is not None) for row in result.rows]
-        scanned: set[str] = set()
-        if self.dialect == "duckdb":
-            plan = [line for row in result.rows for line in str(row[-1]).splitlines() if line.strip()]
-            text = "\n".join(plan)
-            if "Seq Scan" in text or "SEQ_SCAN" in text:
-                scanned = {m.split(".")[-1].lower() for m in re.findall(r"Table: ([^\s│]+)", text)}
-        elif self.dialect == "mysql" and "table" in result.columns and "type" in result.columns:
-            i, j = result.columns.index("table"), result.columns.index("type")
-            scanned = {str(row[i]).lower() for row in result.rows if str(row[j]).upper() == "ALL"}
-        else:
-            pattern = r"(?:^|\s)SCAN (?:TABLE )?\"?(\w+)|Seq Scan on \"?(\w+)"
-            scanned = {next(g for g in m if g).lower() for line in plan for m in re.findall(pattern, line)}
+        plan, scanned = self.db.engine.read_plan(result.columns, result.rows)
         hints = []
         for t in self.catalog.tables.values():
             full = self.full_catalog.table(t.name)
@@ -411,7 +398,7 @@ class Environment:
         """
         expression = guard.check_sql(sql, self.dialect)
         executed = self.role.rewrite(expression, self.full_catalog, self.dialect).sql(dialect=self.dialect)
-        sent = f"{'EXPLAIN QUERY PLAN' if self.dialect == 'sqlite' else 'EXPLAIN'} {executed}" if explain else executed
+        sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
             result = self.db.run(sent, limit=limit, timeout_s=timeout_s)
         except QueryFailed as exc:
