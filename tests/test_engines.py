@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -18,6 +21,7 @@ from sophrosyne.connection import FilePool, open_database
 from sophrosyne.errors import QueryFailed
 
 DEMO = Path(__file__).parents[1] / "src" / "sophrosyne" / "data" / "demo.sqlite"
+HEAVY = ["sqlalchemy", "numpy", "mcp", "sophrosyne.index", "sophrosyne.moderation"]
 
 
 @pytest.mark.parametrize(
@@ -50,6 +54,28 @@ def test_file_suffixes_choose_the_file_engine() -> None:
     assert isinstance(engines.for_file(Path("a.db")), engines.SQLite)
     assert isinstance(engines.for_file(Path("a.duckdb")), engines.DuckDB)
     assert engines.for_file(Path("a.csv")) is None
+
+
+def light_path_modules(target: Path) -> dict[str, Any]:
+    """Run execute_sql in a fresh interpreter and report which heavy modules it imported."""
+    code = (
+        "import json, sys\n"
+        "from sophrosyne.environment import Environment\n"
+        "env = Environment.open(sys.argv[1])\n"
+        "assert env.execute_sql('SELECT 1').rows == [[1]]\n"
+        f"print(json.dumps({{'imported': [m for m in {HEAVY!r} if m in sys.modules], "
+        "'catalog_read': env.db._catalog is not None}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb"])
+def test_running_sql_on_a_file_reads_no_catalog_and_loads_no_heavy_module(kind: str, tmp_path: Path) -> None:
+    """A file engine runs on its own driver: no SQLAlchemy, no numpy, no index, no MCP, no catalog read."""
+    target = DEMO if kind == "sqlite" else build_duckdb(tmp_path / "hr.duckdb")
+    assert light_path_modules(target) == {"imported": [], "catalog_read": False}
 
 
 def test_native_sqlite_connections_keep_every_read_only_layer(tmp_path: Path) -> None:

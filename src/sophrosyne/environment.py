@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz, process
 from sqlglot import exp
@@ -23,7 +23,6 @@ from sophrosyne.errors import (
     UnknownTable,
 )
 from sophrosyne.grounding import Grounder, ValueCache, contains, table_ref
-from sophrosyne.moderation import Moderator
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
     CHARS_PER_TOKEN,
@@ -44,6 +43,9 @@ from sophrosyne.results import (
     fit_rows,
 )
 from sophrosyne.settings import Settings
+
+if TYPE_CHECKING:
+    from sophrosyne.moderation import Moderator
 
 LARGE_TABLE_ROWS = 100_000
 
@@ -329,7 +331,7 @@ class Environment:
             truncated=result.truncated or cut_by_budget,
             sql_executed=self._shown_sql(executed, expression),
             elapsed_ms=round(result.elapsed_ms, 2),
-            reminder=self.moderator.reminder(read),
+            reminder=self._reminder(read),
             cut=cut,
         )
 
@@ -347,6 +349,9 @@ class Environment:
     @property
     def moderator(self) -> Moderator:
         if self._moderator is None:
+            # Imported here: directives and their indexes are not needed to run SQL, and load slowly.
+            from sophrosyne.moderation import Moderator
+
             self._moderator = Moderator(
                 self.catalog, self.settings, self._distinct_sample, self.dialect, shared=self.role.unrestricted
             )
@@ -397,7 +402,11 @@ class Environment:
         With `explain`, the engine plans the rewritten statement instead of running it.
         """
         expression = guard.check_sql(sql, self.dialect)
-        executed = self.role.rewrite(expression, self.full_catalog, self.dialect).sql(dialect=self.dialect)
+        # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
+        rewritten = (
+            expression if self.role.unrestricted else self.role.rewrite(expression, self.full_catalog, self.dialect)
+        )
+        executed = rewritten.sql(dialect=self.dialect)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
             result = self.db.run(sent, limit=limit, timeout_s=timeout_s)
@@ -412,6 +421,10 @@ class Environment:
             result = QueryResult(result.columns, kept, result.truncated, result.elapsed_ms)
         note_statement(sql, executed, len(result.rows))
         return result, executed, expression
+
+    def _reminder(self, tables: list[str]) -> str | None:
+        # Reminders follow directives, which only a moderator gives: without one there is nothing to remind.
+        return self._moderator.reminder(tables) if self._moderator is not None else None
 
     def _shown_sql(self, executed: str, expression: exp.Expression) -> str:
         """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
