@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError
 
+from sophrosyne import sql_functions
 from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 
@@ -26,61 +27,6 @@ E = TypeVar("E", bound=exp.Expr)
 # Schema names that reveal the database's structure; a restricted role never reads them.
 _SYSTEM_SCHEMAS = {"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys", "system"}
 _SYSTEM_TABLE = re.compile(r"^(sqlite_|pg_|duckdb_|pragma_)", re.IGNORECASE)
-
-# Functions that read the catalog, read a table named by a string, run SQL text or touch files/network.
-_DENIED_FUNCTION = re.compile(
-    r"^(pg_|duckdb_|pragma_|sqlite_|has_\w*privilege$|to_reg|query|table_to_|cursor_to_|schema_to_|"
-    r"database_to_|read_|write|lo_|dblink|load_extension|readfile|writefile|edit$|fts3_tokenizer$|"
-    r"col_description$|obj_description$|shobj_description$|format_type$|current_setting$|set_config$|"
-    r"nextval$|setval$|currval$|lastval$|txid_|getvariable$|sql_|json_serialize_sql$|glob$|"
-    r"current_schemas?$|version$)",
-    re.IGNORECASE,
-)
-
-# Functions sqlglot does not model (parsed as Anonymous) that a restricted role may still call. Any other
-# unknown function may be a user-defined function running with the service account's rights: refused.
-_ALLOWED_ANONYMOUS = frozenset(
-    re.findall(
-        r"\w+",
-        """printf format julianday strftime unixepoch date_part datepart age make_date make_time make_timestamp
-        total quote regexp_matches regexp_split_to_array json_array_length json_each json_tree jsonb_each
-        jsonb_array_elements json_array_elements jsonb_each_text json_each_text range list_value epoch dateadd
-        every string_split octet_length char_length character_length bit_length ifnull iif instr likely
-        unlikely soundex unicode char hex unhex zeroblob randomblob typeof trunc truncate to_number to_char
-        justify_days justify_hours date_bin isfinite width_bucket div gcd lcm factorial log10 log2 cbrt
-        degrees radians pi sin cos tan asin acos atan atan2 cot sinh cosh tanh strpos btrim initcap
-        split_part string_to_array array_to_string array_length cardinality list_aggregate list_sort
-        list_distinct array_position regexp_extract regexp_full_match regexp_count str_to_date date_format
-        from_unixtime unix_timestamp dayname monthname dayofmonth dayofweek dayofyear weekofyear yearweek
-        last_day timestampdiff median quantile quantile_cont quantile_disc percentile_cont percentile_disc
-        mode bool_and bool_or bit_and bit_or bit_xor arg_max arg_min max_by min_by first last any_value
-        adddate addtime array_dims array_lower array_ndims array_replace array_to_json array_upper bin
-        bit_count clock_timestamp conv curdate curtime damerau_levenshtein date_sub datetime difference
-        editdist3 entropy epoch_ms even export_set field find_in_set format_string from_days from_hex
-        hamming hash histogram ilike_escape jaccard jaro_winkler_similarity json_agg json_array
-        json_array_elements_text json_arrayagg json_build_array json_build_object json_contains json_depth
-        json_extract_path json_extract_string json_group_array json_group_object json_insert json_length
-        json_merge_patch json_object_agg json_object_keys json_patch json_pretty json_query json_quote
-        json_replace json_search json_serialize json_structure json_transform json_typeof json_unquote
-        json_valid json_value jsonb_agg jsonb_array_elements_text jsonb_build_array jsonb_build_object
-        jsonb_extract_path jsonb_extract_path_text jsonb_insert jsonb_object_agg jsonb_object_keys
-        jsonb_path_exists jsonb_path_query jsonb_pretty jsonb_set jsonb_typeof like_escape list_avg
-        list_concat list_contains list_count list_extract list_filter list_max list_min list_reduce
-        list_slice list_sum list_transform list_unique listagg make_set makedate maketime metaphone mid
-        nchar nextafter now oct period_add period_diff product quote_ident quote_literal quote_nullable
-        regexp_split_to_table row_to_json sec_to_time sha256 similarity statement_timestamp strcmp strptime
-        subdate subtime sysdate time time_bucket time_to_sec timeofday timestampadd to_date to_json to_jsonb
-        to_timestamp today transaction_timestamp weekday word_similarity""",
-    )
-)
-
-_TABLE_FUNCTIONS = frozenset(
-    re.findall(
-        r"\w+",
-        """json_each json_tree jsonb_each jsonb_each_text json_each_text jsonb_array_elements
-        json_array_elements range unnest generate_series generateseries explodinggenerateseries""",
-    )
-)
 
 # Dialects whose default schema name can qualify a table, and the engines where a CTE sees later siblings.
 _DEFAULT_SCHEMA = {"sqlite": "main", "duckdb": "main", "postgres": "public"}
@@ -310,16 +256,9 @@ def _parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
     return predicate
 
 
-def _function_name(node: exp.Func) -> str:
-    return (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-
-
 def _function_refusal(node: exp.Func) -> str | None:
-    name = _function_name(node)
-    if _DENIED_FUNCTION.match(name):
-        return f"function `{name}` is not allowed"
-    if isinstance(node, exp.Anonymous) and name not in _ALLOWED_ANONYMOUS and name not in _TABLE_FUNCTIONS:
-        return f"function `{name}` is not allowed"
+    if sql_functions.refused_for_restricted(node):
+        return f"function `{sql_functions.names(node)[0]}` is not allowed"
     return None
 
 
@@ -453,10 +392,8 @@ class _Rewriter:
     def _table(self, node: exp.Table, visible: dict[str, exp.CTE]) -> None:
         target = node.this
         if isinstance(target, exp.Func):
-            if _function_name(target) not in _TABLE_FUNCTIONS and type(target).__name__.lower() not in (
-                _TABLE_FUNCTIONS
-            ):
-                raise RejectedSQL(f"table function `{_function_name(target)}` is not allowed")
+            if not sql_functions.table_function_allowed(target, restricted=True):
+                raise RejectedSQL(f"table function `{sql_functions.names(target)[0]}` is not allowed")
             return
         if not isinstance(target, exp.Identifier):
             raise RejectedSQL("only named tables can be read", hint="name a table from list_tables")
