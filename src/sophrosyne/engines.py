@@ -54,7 +54,7 @@ class Engine:
     # Whether a CTE body sees the CTEs defined after it in the same WITH (without, and with, RECURSIVE).
     ctes_see_later_siblings: ClassVar[bool] = False
     recursive_ctes_see_later_siblings: ClassVar[bool] = False
-    # A role's filtered CTE must run before the query's own predicates (see policy.rewrite): MATERIALIZED
+    # A role's filtered CTE must run before the query's own predicates (see policy/rewrite.py): MATERIALIZED
     # fences it where the engine honours that, a LIMIT stops merging and predicate push-down elsewhere.
     fence_materialized: ClassVar[bool] = False
     fence_limit: ClassVar[str | None] = None
