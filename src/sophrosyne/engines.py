@@ -143,7 +143,8 @@ class SQLite(FileEngine):
     # A LIMIT also stops SQLite pushing the query's conditions down into the CTE.
     fence_limit = "-1"
     explain = "EXPLAIN QUERY PLAN"
-    full_scan = re.compile(r"(?:^|\s)SCAN (?:TABLE )?\"?(\w+)")
+    # The rewrite pins a role's tables as main.<table>: the schema is skipped.
+    full_scan = re.compile(r"(?:^|\s)SCAN (?:TABLE )?(?:main\.)?\"?(\w+)")
     like_ignores_ascii_case = True
 
     def connect(self, path: Path) -> Any:

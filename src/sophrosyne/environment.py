@@ -243,10 +243,8 @@ class Environment:
         t = self._table(table)
         c = self._column(t, column)
         limit = max(1, min(limit or self.settings.distinct_limit, 1000))
-        # The real size decides the strategy (a restricted role is not shown it).
-        full = self.full_catalog.table(t.name)
-        size = full.row_estimate if full else None
-        return self.grounder.distinct_values(t, c, size, search, limit)
+        # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
+        return self.grounder.distinct_values(t, c, t.row_estimate, search, limit)
 
     @property
     def grounder(self) -> Grounder:
@@ -372,16 +370,13 @@ class Environment:
         """The engine's plan for a read-only statement, with hints about full scans of large tables."""
         result, executed, expression = self._secure(sql, limit=500, explain=True)
         plan, scanned = self.db.engine.read_plan(result.columns, result.rows)
-        hints = []
-        for t in self.catalog.tables.values():
-            full = self.full_catalog.table(t.name)
-            size = (full.row_estimate if full else None) or 0
-            if t.name.lower() in scanned and size >= LARGE_TABLE_ROWS:
-                rows = f" (~{t.row_estimate:,} rows)" if t.row_estimate is not None else ""
-                hints.append(
-                    f"full scan of {t.name}{rows}, a large table: filter on an indexed column "
-                    "or the leading column of a composite index."
-                )
+        # Sizes as this role sees them: a filtered table's full size is not its to know.
+        hints = [
+            f"full scan of {t.name} (~{t.row_estimate:,} rows), a large table: filter on an indexed column "
+            "or the leading column of a composite index."
+            for t in self.catalog.tables.values()
+            if t.name.lower() in scanned and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
+        ]
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
             return QueryPlan(
