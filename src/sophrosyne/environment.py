@@ -7,22 +7,15 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rapidfuzz import fuzz, process
 from sqlglot import exp
 
 from sophrosyne import guard
 from sophrosyne.audit import note_statement
-from sophrosyne.catalog import Catalog, ForeignKey, Table, is_text_type, load_bird_descriptions
+from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions
 from sophrosyne.connection import Database, QueryResult, open_database
-from sophrosyne.errors import (
-    ConfigError,
-    QueryFailed,
-    QueryTimeout,
-    SophrosyneError,
-    UnknownColumn,
-    UnknownTable,
-)
+from sophrosyne.errors import ConfigError, QueryFailed, QueryTimeout
 from sophrosyne.grounding import Grounder, ValueCache, contains, table_ref
+from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
     CHARS_PER_TOKEN,
@@ -406,7 +399,7 @@ class Environment:
         try:
             result = self.db.run(sent, limit=limit, timeout_s=timeout_s)
         except QueryFailed as exc:
-            raise self._explain_error(exc, expression) from None
+            raise explain_error(exc, expression, self.catalog, self.db.name) from None
         if explain:
             note_statement(sql, sent, len(result.rows))
             return result, executed, expression
@@ -431,63 +424,14 @@ class Environment:
     # -- lookups with helpful errors ------------------------------------------------------------------------
 
     def _table(self, name: str) -> Table:
-        table = self.catalog.table(name.strip().strip('"`[]'))
-        if table is None:
-            raise UnknownTable(
-                f"no table `{name}` in {self.db.name}.",
-                hint=_did_you_mean(name, self.catalog.table_names, "list_tables"),
-            )
-        return table
+        return table_named(self.catalog, name, self.db.name)
 
-    def _column(self, table: Table, name: str) -> Any:
-        column = table.column(name.strip().strip('"`[]'))
-        if column is None:
-            raise UnknownColumn(
-                f"no column `{name}` in `{table.name}`.",
-                hint=_did_you_mean(name, table.column_names, f"describe_table('{table.name}')"),
-            )
-        return column
-
-    def _explain_error(self, exc: QueryFailed, expression: exp.Expression) -> SophrosyneError:
-        """Turn an engine's unknown-name error into one that names the fix, from the catalog."""
-        tables: dict[str, Table] = {}
-        ctes = {c.alias_or_name.lower() for c in expression.find_all(exp.CTE)}
-        for ref in expression.find_all(exp.Table):
-            if not ref.name or ref.name.lower() in ctes:
-                continue
-            table = self.catalog.table(ref.name)
-            if table is None:
-                return UnknownTable(
-                    f"no table `{ref.name}` in {self.db.name}.",
-                    hint=_did_you_mean(ref.name, self.catalog.table_names, "list_tables"),
-                )
-            tables[(ref.alias or ref.name).lower()] = table
-        known = {c.lower() for t in tables.values() for c in t.column_names}
-        aliases = {a.alias.lower() for a in expression.find_all(exp.Alias)}
-        for col in expression.find_all(exp.Column):
-            name = col.name.lower()
-            if not name or name in known or name in aliases or isinstance(col.this, exp.Star):
-                continue
-            owner = tables.get(col.table.lower()) if col.table else None
-            candidates = owner.column_names if owner else sorted({c for t in tables.values() for c in t.column_names})
-            where = f"`{owner.name}`" if owner else "the tables of this query"
-            if name in exc.message.lower():
-                return UnknownColumn(
-                    f"no column `{col.name}` in {where}.",
-                    hint=_did_you_mean(col.name, candidates, "describe_table"),
-                )
-        return exc
+    def _column(self, table: Table, name: str) -> Column:
+        return column_named(table, name)
 
 
 def _join_key(fk: ForeignKey) -> str:
     return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}"
-
-
-def _did_you_mean(name: str, choices: list[str], fallback: str) -> str:
-    best = process.extract(name, choices, scorer=fuzz.WRatio, processor=str.lower, limit=3, score_cutoff=60)
-    if best:
-        return "Did you mean " + " or ".join(f"`{b[0]}`" for b in best) + "?"
-    return f"Call {fallback} to see what exists."
 
 
 def _select_all(table: Table, dialect: str, limit: int) -> str:
