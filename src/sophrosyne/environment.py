@@ -34,6 +34,8 @@ from sophrosyne.results import (
     cell,
     cut_note,
     fit_rows,
+    one_line,
+    shorten,
 )
 from sophrosyne.settings import Settings
 
@@ -160,7 +162,7 @@ class Environment:
         used = 0
         for t in listed:
             keys = [_join_key(fk) for fk in t.foreign_keys]
-            description = _one_line(t.description)
+            description = one_line(t.description)
             used += len(t.name) + len(description) + 40 + sum(len(k) for k in keys)
             if used > budget and shown:
                 break
@@ -209,7 +211,7 @@ class Environment:
                     type=c.type,
                     key=key,
                     nullable=c.nullable,
-                    description=_cut(desc, 200),
+                    description=shorten(desc, 200),
                     null_share=round(nulls / len(values), 3) if values else None,
                     samples=samples,
                 )
@@ -217,7 +219,7 @@ class Environment:
         return TableDescription(
             table=t.name,
             kind=t.kind,
-            description=_one_line(t.description),
+            description=one_line(t.description),
             row_estimate=t.row_estimate,
             columns=columns,
             references=[_join_key(fk) for fk in t.foreign_keys],
@@ -436,11 +438,3 @@ def _join_key(fk: ForeignKey) -> str:
 
 def _select_all(table: Table, dialect: str, limit: int) -> str:
     return exp.select("*").from_(table_ref(table.name)).limit(limit).sql(dialect=dialect)
-
-
-def _one_line(text: str) -> str:
-    return _cut(" ".join(text.split()), 120)
-
-
-def _cut(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"

@@ -12,7 +12,7 @@ from sophrosyne.directives import Directives, LLMColumnInference, compute_direct
 from sophrosyne.errors import ConfigError
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.values import values_path
-from sophrosyne.results import Directive, SchemaHit
+from sophrosyne.results import Directive, SchemaHit, shorten
 from sophrosyne.settings import Settings
 
 Fetch = Callable[[str, str, int], list[Any]]
@@ -133,4 +133,4 @@ def _column_text(catalog: Catalog, hit: Any) -> str:
     if column is None:
         return ""
     text = "; ".join(p for p in (column.readable_name, column.description) if p)
-    return text if len(text) <= 120 else text[:119] + "…"
+    return shorten(text, 120)
