@@ -10,7 +10,6 @@ import typer
 
 from sophrosyne.bench.cli import bench_app
 from sophrosyne.errors import ConfigError
-from sophrosyne.index.cli import index_command
 from sophrosyne.terminal import console, err_console, reported
 
 if TYPE_CHECKING:
@@ -313,7 +312,47 @@ def demo(
         run_demo(open_env(resolve_db(db), None))
 
 
-app.command("index")(index_command)
+@app.command("index")
+def index(
+    db: Annotated[str, typer.Argument(help="Database: a .sqlite/.db/.duckdb path or a SQLAlchemy URL.")],
+    descriptions: DescriptionsOption = None,
+    config: ConfigOption = None,
+    values: Annotated[bool, typer.Option(help="Also index distinct text values, for literal grounding.")] = True,
+    value_seconds: Annotated[float, typer.Option(help="Time budget of the value index, seconds.", min=0.1)] = 20.0,
+    rebuild: Annotated[bool, typer.Option(help="Rebuild even when a cached index matches the schema.")] = False,
+) -> None:
+    """Build the offline index (BM25 + embeddings over columns, distinct values) in the cache folder.
+
+    The index is keyed by a hash of the schema and descriptions: it is reused while they are unchanged.
+
+    Example: sophrosyne index ../shared/datasets/bird_dev/dev_databases/superhero/superhero.sqlite
+    --descriptions ../shared/datasets/bird_dev/dev_databases/superhero/database_description
+    """
+    from rich.markup import escape
+
+    from sophrosyne.index.build import index_database
+    from sophrosyne.settings import Settings
+    from sophrosyne.terminal import progress_bar
+
+    with reported():
+        settings = Settings.load(config)
+        with progress_bar() as tick:
+            report = index_database(
+                db,
+                settings,
+                descriptions=descriptions,
+                values=values,
+                value_seconds=value_seconds,
+                rebuild=rebuild,
+                progress=tick,
+            )
+        console.print(
+            f"indexed {report.columns} columns of {report.tables} tables"
+            + (f" and {report.values} distinct values" if report.values is not None else "")
+            + f" in {report.seconds:.2f} s -> {escape(str(report.folder))}"
+        )
+
+
 app.add_typer(bench_app, name="bench")
 
 
