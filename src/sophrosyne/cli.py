@@ -231,6 +231,10 @@ def sources(
 @app.command()
 def serve(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
+    sources: Annotated[
+        Path | None,
+        typer.Option("--sources", help="TOML file of several databases (name, path or url, description, policy)."),
+    ] = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
@@ -244,41 +248,62 @@ def serve(
     policy: PolicyOption = None,
     role: RoleOption = None,
 ) -> None:
-    """Serve the database to agents over MCP (stdio by default, or streamable HTTP).
+    """Serve databases to agents over MCP (stdio by default, or streamable HTTP).
 
     Example: sophrosyne serve demo            (stdio, for Claude Code, Cursor, OpenCode)
     Example: sophrosyne serve my.db --http --port 8000 --policy policy.toml --workers 2
+    Example: sophrosyne serve --sources sources.toml --http
 
     Over stdio the role comes from --role; over HTTP with a policy, each request's bearer token names it.
+    On start, the exact client configuration for this way of serving is printed on stderr.
     """
-    from sophrosyne.mcp_server import ServeSpec, serve_workers, warm_in_background
+    from sophrosyne.client_config import client_configuration, serve_arguments, server_command
+    from sophrosyne.mcp_server import ServeSpec, serve_workers
     from sophrosyne.mcp_server import serve as run_server
 
     with reported():
         if workers > 1 and not http:
             raise ConfigError("--workers needs --http.", hint="Over stdio the agent starts one server itself.")
-        env = open_env(
-            resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives, audit_log=audit_log
+        if sources is not None and db is not None:
+            raise ConfigError("give a database or --sources, not both.", hint="Add the database to the sources file.")
+        spec = ServeSpec(
+            db=None if sources is not None else resolve_db(db),
+            sources=sources,
+            host=host,
+            port=port,
+            config=config,
+            descriptions=descriptions,
+            policy=policy,
+            role=role,
+            directives=directives,
+            audit_log=audit_log,
         )
-        warm_in_background(env)
-        err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
-        if http:
-            err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp")
+        opened = spec.open()
+        for name, env in opened.environments.items():
+            err_console.print(f"{name}: {env.db.dialect} at {env.db.display_url}", highlight=False, markup=False)
+        options: dict[str, str | Path | None] = {
+            "sources": sources,
+            "config": config,
+            "descriptions": descriptions,
+            "policy": policy,
+            "role": role,
+            "directives": directives,
+            "audit_log": audit_log,
+        }
+        url = f"http://{host}:{port}/mcp" if http else None
+        token = http and any(env.policy is not None for env in opened.environments.values())
+        args = serve_arguments(None if sources is not None else (db or DEMO), options)
+        err_console.print(
+            client_configuration(server_command(), args, http_url=url, token=token),
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
         if workers > 1:
-            spec = ServeSpec(
-                db=resolve_db(db),
-                host=host,
-                port=port,
-                config=config,
-                descriptions=descriptions,
-                policy=policy,
-                role=role,
-                directives=directives,
-                audit_log=audit_log,
-            )
+            opened.close()
             serve_workers(spec, workers)
         else:
-            run_server(env, http=http, host=host, port=port)
+            run_server(opened, http=http, host=host, port=port)
 
 
 @app.command()

@@ -78,8 +78,11 @@ class Environment:
         role: Role | None = None,
         role_name: str | None = None,
         descriptions: Path | None = None,
+        name: str | None = None,
     ) -> Environment:
-        """Open a database (URL or file path) read-only and wrap it, as the policy's role when one is set."""
+        """Open a database (URL or file path) read-only and wrap it, as the policy's role when one is set.
+
+        `name` is the source's name (default: the file's stem or the URL's database)."""
         settings = settings or Settings()
         policy = load_policy(settings.policy_file) if settings.policy_file else None
         if role is None and policy is not None:
@@ -88,7 +91,7 @@ class Environment:
             raise ConfigError(
                 f"--role {role_name} needs a policy file.", hint="Pass --policy FILE or set SOPHROSYNE_POLICY_FILE."
             )
-        env = cls(open_database(target, settings), settings=settings, role=role, descriptions=descriptions)
+        env = cls(open_database(target, settings, name=name), settings=settings, role=role, descriptions=descriptions)
         env.policy = policy
         if policy is not None:
             policy.check(env.full_catalog)
