@@ -94,11 +94,13 @@ class Database:
             self._catalog = None
         return self.catalog()
 
-    def run(self, sql: str, *, limit: int | None = None, timeout_s: float | None = None) -> QueryResult:
-        """Run one statement in a read-only session; fetch at most `limit` rows."""
+    def run(
+        self, sql: str, *, limit: int | None = None, timeout_s: float | None = None, fenced: bool = False
+    ) -> QueryResult:
+        """Run one statement in a read-only session; fetch at most `limit` rows. `fenced`: see Engine.session."""
         timeout = timeout_s if timeout_s is not None else self.settings.timeout_s
         started = time.perf_counter()
-        with self.session(timeout) as cursor:
+        with self.session(timeout, fenced=fenced) as cursor:
             cursor.execute(sql)
             description = cursor.description
             columns = [str(d[0]) for d in description] if description else []
@@ -113,11 +115,11 @@ class Database:
         return QueryResult(columns, rows, truncated, (time.perf_counter() - started) * 1000)
 
     @contextmanager
-    def session(self, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         """A cursor inside a read-only transaction with a statement deadline; the engine's errors are translated."""
         raw = self.pool.acquire()
         try:
-            with self.engine.session(raw, timeout_s) as cursor:
+            with self.engine.session(raw, timeout_s, fenced=fenced) as cursor:
                 yield cursor
         except self.pool.errors as exc:
             raise _translate(exc, timeout_s) from None

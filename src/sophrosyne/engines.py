@@ -58,6 +58,11 @@ class Engine:
     # fences it where the engine honours that, a LIMIT stops merging and predicate push-down elsewhere.
     fence_materialized: ClassVar[bool] = False
     fence_limit: ClassVar[str | None] = None
+    # Whether `GROUP BY t.pk` lets other columns of `t` be selected only when `t` is a base table (PostgreSQL's
+    # functional dependency), so that a role's CTE for `t` needs them grouped too.
+    groups_by_key_on_base_tables_only: ClassVar[bool] = False
+    # Whether inner joins of fenced CTEs are pinned to the written order (see Rewriter._join_in_written_order).
+    joins_fences_in_written_order: ClassVar[bool] = False
     # The statement prefix that asks for a plan, and a plan line naming a table read whole.
     explain: ClassVar[str] = "EXPLAIN"
     full_scan: ClassVar[re.Pattern[str] | None] = None
@@ -77,8 +82,12 @@ class Engine:
         return f"<engine {self.name}>"
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
-        """A cursor inside a read-only transaction with a statement deadline; always rolled back."""
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        """A cursor inside a read-only transaction with a statement deadline; always rolled back.
+
+        `fenced`: the statement joins fenced CTEs of a role (see policy/rewrite.py), which have no indexes
+        or column statistics; engines whose planner then picks quadratic nested loops are steered off them.
+        """
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
         yield  # pragma: no cover - makes this a generator
 
@@ -164,7 +173,7 @@ class SQLite(FileEngine):
         return sqlite3.Error
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         deadline = time.monotonic() + timeout_s
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
         cursor = raw.cursor()
@@ -216,7 +225,7 @@ class DuckDB(FileEngine):
         return duckdb.Error
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         import duckdb
 
         timer = threading.Timer(timeout_s, raw.interrupt)
@@ -253,6 +262,7 @@ class PostgreSQL(ServerEngine):
     default_schema = "public"
     recursive_ctes_see_later_siblings = True
     fence_materialized = True
+    groups_by_key_on_base_tables_only = True
     full_scan = re.compile(r"Seq Scan on \"?(\w+)")
     has_ilike = True
 
@@ -266,11 +276,19 @@ class PostgreSQL(ServerEngine):
         return url.difference_update_query(["options"]), connect_args
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         cursor = raw.cursor()
         try:
-            cursor.execute("SET TRANSACTION READ ONLY")
-            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
+            # Settings local to this transaction, in one round trip: read-only (as SET TRANSACTION READ ONLY;
+            # the connection's default already is) and the statement deadline.
+            settings = {"transaction_read_only": "on", "statement_timeout": str(int(timeout_s * 1000))}
+            if fenced:
+                # A MATERIALIZED CTE has no statistics: an equality on it is guessed to keep 0.5% of the rows,
+                # and the planner then rescans one CTE per row of another (1.3 s against 9 ms on BIRD's
+                # toxicology). Without nested loops it hashes; where nothing else works it still nests, at a
+                # cost so high that JIT compilation would start (0.45 s): JIT is off for these statements.
+                settings |= {"enable_nestloop": "off", "jit": "off"}
+            cursor.execute("SELECT " + ", ".join(f"set_config('{k}', '{v}', true)" for k, v in settings.items()))
             yield cursor
         finally:
             cursor.close()
@@ -293,16 +311,23 @@ class MySQL(ServerEngine):
     replaced_drivers = ("mysqldb", "mysql", "mariadb")
     # The largest LIMIT there is: it keeps every row yet stops the CTE being merged into the query.
     fence_limit = "18446744073709551615"
+    joins_fences_in_written_order = True
     zero_estimate_unknown = True
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         cursor = raw.cursor()
         mariadb = "mariadb" in str(getattr(cursor.connection, "server_version", "")).lower()
         variable = "max_statement_time" if mariadb else "max_execution_time"
+        # MariaDB joins LIMIT-fenced derived tables, which have no keys, by block nested loops under its
+        # default join_cache_level 2 (a three-table join: 210 s against 0.4 s direct); level 4 hashes them.
+        # MySQL 8 hashes such joins by itself and has no such variable.
+        hashed = fenced and mariadb
         try:
             deadline = f"{timeout_s:.3f}" if mariadb else str(int(timeout_s * 1000))  # seconds vs milliseconds
             cursor.execute(f"SET SESSION {variable} = {deadline}")
+            if hashed:
+                cursor.execute("SET SESSION join_cache_level = 4")
             # DDL commits implicitly in MySQL; a read-only session default still refuses it after that.
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
             cursor.execute("START TRANSACTION READ ONLY")
@@ -312,6 +337,8 @@ class MySQL(ServerEngine):
                 raw.rollback()
                 # Session variables outlive the session on a pooled connection: give the deadline back.
                 cursor.execute(f"SET SESSION {variable} = 0")
+                if hashed:
+                    cursor.execute("SET SESSION join_cache_level = DEFAULT")
             finally:
                 cursor.close()
 

@@ -402,7 +402,7 @@ class Environment:
         executed = rewritten.sql(dialect=self.dialect)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
-            result = self.db.run(sent, limit=limit, timeout_s=timeout_s)
+            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=self.role.filters_rows)
         except QueryFailed as exc:
             raise explain_error(exc, expression, self.catalog, self.db.name) from None
         if explain:
