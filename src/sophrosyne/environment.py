@@ -80,10 +80,14 @@ class Environment:
         descriptions: Path | None = None,
         name: str | None = None,
     ) -> Environment:
-        """Open a database (URL or file path) read-only and wrap it, as the policy's role when one is set.
+        """Open a database (URL, file path, or `demo`) read-only and wrap it, as the policy's role when one is set.
 
         `name` is the source's name (default: the file's stem or the URL's database)."""
         settings = settings or Settings()
+        if str(target) == "demo":  # the embedded HR database, as on the command line
+            from importlib import resources
+
+            target = Path(str(resources.files("sophrosyne") / "data" / "demo.sqlite"))
         policy = load_policy(settings.policy_file) if settings.policy_file else None
         if role is None and policy is not None:
             role = policy.role(role_name) if role_name else policy.default_role
