@@ -15,6 +15,7 @@ from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type,
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.errors import ConfigError, InvalidArgument, QueryFailed, QueryTimeout
 from sophrosyne.grounding import Grounder, ValueCache, contains, table_ref
+from sophrosyne.hints import query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
@@ -379,6 +380,7 @@ class Environment:
             for t in self.catalog.tables.values()
             if t.name.lower() in scanned and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
         ]
+        hints += query_hints(expression, self.catalog)
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
             return QueryPlan(
