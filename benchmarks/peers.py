@@ -76,6 +76,31 @@ def ours(db: Path, cache: Path) -> Server:
     )
 
 
+ECHO_SERVER = """\
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer(name="echo")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    \"\"\"Return the text unchanged.\"\"\"
+    return text
+
+
+server.run("stdio")
+"""
+
+
+def echo_floor(folder: Path) -> Server:
+    """A bare MCPServer on the same SDK as ours: what the SDK alone costs (start-up and a round trip)."""
+    script = folder / "echo_server.py"
+    script.write_text(ECHO_SERVER)
+    call = ("echo", {"text": "x"})
+    operations = ("list", "describe", "value_search", "small_query", "query_10k_rows")
+    return Server("sdk-echo", [sys.executable, str(script)], dict.fromkeys(operations, call))
+
+
 def install_dbhub(folder: Path, db: Path) -> Server | str:
     """DBHub and a Node 22 from npm; the reason as text when it cannot be had."""
     target = folder / "dbhub"
@@ -174,7 +199,7 @@ async def measure(servers: list[Server], repeats: int, startups: int) -> dict[st
     async with contextlib.AsyncExitStack() as stack:
         clients = {}
         for server in servers:
-            quiet = stack.enter_context(open(os.devnull, "w"))
+            quiet = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115 - the stack closes it
             client = await stack.enter_async_context(Client(stdio_client(server.params(), errlog=quiet)))
             clients[server.name] = client
             listed = (await client.list_tools()).tools
@@ -282,7 +307,7 @@ def main() -> None:
     db = args.peers_dir / "toxicology.sqlite"  # a copy: every server reads the same file, none the shared one
     if not db.exists():
         shutil.copyfile(SOURCE_DB, db)
-    servers = [ours(db, args.peers_dir / "cache")]
+    servers = [ours(db, args.peers_dir / "cache"), echo_floor(args.peers_dir)]
     skipped = {}
     for install in (install_dbhub, install_reference):
         peer = install(args.peers_dir, db)

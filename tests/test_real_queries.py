@@ -61,6 +61,7 @@ def run_all(engine: str, open_direct: Callable[[str], Opened], targets: dict[str
     reports = {"unrestricted": Report(), "filtered": Report()}
     dialect = "mysql" if engine == "mariadb" else engine
     settings = Settings(timeout_s=120, row_cap=ROWS, directives="none")
+    headers: dict[str, list[str]] = {}  # the unrestricted role's, by query
     by_database = {name: [(i, sql) for i, db, sql in gold_queries(engine) if db == name] for name in SHIPPED}
     for name, queries in by_database.items():
         env = Environment.open(targets[name], settings=settings)
@@ -76,7 +77,9 @@ def run_all(engine: str, open_direct: Callable[[str], Opened], targets: dict[str
                 except Exception:
                     expected, direct_ms = None, 0.0
                 for kind, view in views.items():
-                    _compare(reports[kind], view, dialect, f"{name}#{question}", sql, expected, direct, direct_ms)
+                    _compare(
+                        headers, reports[kind], view, dialect, f"{name}#{question}", sql, expected, direct, direct_ms
+                    )
         finally:
             env.db.close()
             connection.close()
@@ -84,6 +87,7 @@ def run_all(engine: str, open_direct: Callable[[str], Opened], targets: dict[str
 
 
 def _compare(
+    headers: dict[str, list[str]],
     report: Report,
     view: Environment,
     dialect: str,
@@ -96,7 +100,11 @@ def _compare(
     report.queries += 1
     got: list[tuple[Any, ...]] | None
     try:
-        got, ms = best_of(lambda: view._secure(sql, limit=ROWS)[0].rows)
+        result, ms = best_of(lambda: view._secure(sql, limit=ROWS)[0])
+        got = result.rows
+        # Headers come from the SQL as written: a role's CTE names (_sec_...) never show.
+        if headers.setdefault(label, result.columns) != result.columns:
+            report.mismatched.append(f"{label}: columns {result.columns} against {headers[label]}")
     except (RejectedSQL, UnknownTable) as exc:
         report.refused.append(f"{label}: {exc}")
         return
@@ -121,8 +129,8 @@ def _compare(
         report.mismatched.append(f"{label}: {len(got)} rows against {len(expected)}")
 
 
-def best_of(run: Callable[[], list[tuple[Any, ...]]]) -> tuple[list[tuple[Any, ...]], float]:
-    """The rows of one run, and the shortest of RUNS runs in milliseconds."""
+def best_of(run: Callable[[], Any]) -> tuple[Any, float]:
+    """What one run returns, and the shortest of RUNS runs in milliseconds."""
     times = []
     for _ in range(RUNS):
         started = time.perf_counter()

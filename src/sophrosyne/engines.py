@@ -61,6 +61,8 @@ class Engine:
     # Whether `GROUP BY t.pk` lets other columns of `t` be selected only when `t` is a base table (PostgreSQL's
     # functional dependency), so that a role's CTE for `t` needs them grouped too.
     groups_by_key_on_base_tables_only: ClassVar[bool] = False
+    # Whether an unaliased computed column is named by its SQL text (so a rewrite must not change that text).
+    names_columns_by_text: ClassVar[bool] = False
     # Whether inner joins of fenced CTEs are pinned to the written order (see Rewriter._join_in_written_order).
     joins_fences_in_written_order: ClassVar[bool] = False
     # The statement prefix that asks for a plan, and a plan line naming a table read whole.
@@ -151,6 +153,7 @@ class SQLite(FileEngine):
     fence_materialized = True
     # A LIMIT also stops SQLite pushing the query's conditions down into the CTE.
     fence_limit = "-1"
+    names_columns_by_text = True
     explain = "EXPLAIN QUERY PLAN"
     # The rewrite pins a role's tables as main.<table>: the schema is skipped.
     full_scan = re.compile(r"(?:^|\s)SCAN (?:TABLE )?(?:main\.)?\"?(\w+)")
@@ -312,6 +315,7 @@ class MySQL(ServerEngine):
     # The largest LIMIT there is: it keeps every row yet stops the CTE being merged into the query.
     fence_limit = "18446744073709551615"
     joins_fences_in_written_order = True
+    names_columns_by_text = True
     zero_estimate_unknown = True
 
     @contextmanager

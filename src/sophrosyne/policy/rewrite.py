@@ -46,12 +46,16 @@ class Rewriter:
             raise RejectedSQL("only a query can be rewritten for a role")
         self.taken = {n.lower() for n in _all_names(tree)}
         self._check_functions(tree)
+        headers = self._headers(tree) if self.engine.names_columns_by_text else []
         for node in tree.walk():
             node.comments = None  # the engine sees only what the rewrite saw
         self._walk(tree, {})
         if not self.secured:
             return tree
         self._unqualify_columns(tree)
+        for projection, header in headers:
+            if projection.sql(dialect=self.dialect) != header:
+                projection.replace(exp.alias_(projection.copy(), header, quoted=True))
         for select in list(tree.find_all(exp.Select)):
             if self.engine.groups_by_key_on_base_tables_only:
                 self._complete_group_by(select)
@@ -84,6 +88,20 @@ class Rewriter:
             if db.name.lower() in {(table.schema or "").lower(), self.engine.default_schema}:
                 column.set("db", None)
                 column.set("catalog", None)
+
+    def _headers(self, tree: exp.Expr) -> list[tuple[exp.Expr, str]]:
+        """The unaliased computed output columns of the statement, each with its text as written: engines that
+        name such a column by its text would otherwise show the rewritten one (`_sec_t`) in the header."""
+        select = tree
+        while isinstance(select, exp.SetOperation | exp.Subquery):
+            select = select.this  # a set operation takes its column names from its first query
+        if not isinstance(select, exp.Select):
+            return []
+        return [
+            (p, p.sql(dialect=self.dialect))
+            for p in select.expressions
+            if not isinstance(p, exp.Alias | exp.Column | exp.Star) and p.find(exp.Table) is not None
+        ]
 
     def _complete_group_by(self, select: exp.Select) -> None:
         """`SELECT t.name ... GROUP BY t.id` is valid where `t.id` is the primary key of base table `t`: every
@@ -225,6 +243,13 @@ class Rewriter:
         table = self._resolve(node)
         if table is None or not self.role.can_read(table):
             raise _unknown_table(node)
+        if node.args.get("sample") is not None:
+            # The role reads a CTE of the table, and engines sample only base tables.
+            raise RejectedSQL(
+                f"TABLESAMPLE cannot apply to `{node.name}` for role `{self.role.name}`: the role reads the table "
+                "through its filtered view, which engines cannot sample",
+                hint="take a sample with ORDER BY random() LIMIT n, or filter on a key range",
+            )
         cte_name = self._cte_name(table)
         alias = node.args.get("alias")
         if alias is None:
