@@ -41,3 +41,26 @@ def test_a_filtered_table_gets_no_size_hint() -> None:
     # A restricted role's catalog has no row estimate for a filtered table: no hint may call it large.
     role = Role("r", tables={"people": TableRule(row_filter="team_id = 1")})
     assert hints("SELECT id FROM people WHERE name LIKE '%son'", role.restrict(catalog())) == []
+
+
+def test_unindexed_filters_and_joins_name_table_and_column() -> None:
+    leads = {"people": {"id"}, "teams": {"id"}}
+    (scan,) = query_hints(sqlglot.parse_one("SELECT id FROM people WHERE name = 'x'"), catalog(), leads)
+    assert scan == (
+        "full scan of people (~2,000,000 rows): it is filtered on name, which no index leads; "
+        "a filter on id would use an index."
+    )
+    assert query_hints(sqlglot.parse_one("SELECT name FROM people WHERE id = 3"), catalog(), leads) == []
+    sql = "SELECT p.name FROM people AS p JOIN teams AS t ON t.title = p.name"
+    (join,) = query_hints(sqlglot.parse_one(sql), catalog(), leads)
+    assert join.startswith("join teams.title = people.name has no index on either side")
+    on_key = "SELECT p.name FROM people AS p JOIN teams AS t ON t.id = p.team_id"
+    assert query_hints(sqlglot.parse_one(on_key), catalog(), leads) == []
+
+
+def test_hints_never_name_a_hidden_column() -> None:
+    role = Role("r", tables={"people": TableRule(hidden=["name"])})
+    restricted = role.restrict(catalog())
+    assert (
+        query_hints(sqlglot.parse_one("SELECT id FROM people WHERE name = 'x'"), restricted, {"people": {"id"}}) == []
+    )

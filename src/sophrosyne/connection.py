@@ -63,6 +63,8 @@ class Database:
         self.name = name
         self.settings = settings
         self._catalog: Catalog | None = None
+        self._index_leads: dict[str, set[str]] | None = None
+        self._index_leads_read = False
         self._lock = threading.Lock()
 
     @property
@@ -88,6 +90,23 @@ class Database:
 
                 self._catalog = read_catalog(self)
             return self._catalog
+
+    def index_leads(self) -> dict[str, set[str]] | None:
+        """Lower-cased table -> lower-cased first columns of its indexes, read once (for performance hints);
+        None where the engine does not say."""
+        if not self._index_leads_read:
+            try:
+                with self.session(self.settings.timeout_s) as cursor:
+                    pairs = self.engine.index_leads(cursor)
+            except SophrosyneError:
+                pairs = None  # no hints rather than a failed tool call
+            leads: dict[str, set[str]] | None = None
+            if pairs is not None:
+                leads = {}
+                for table, column in pairs:
+                    leads.setdefault(table.lower(), set()).add(column.lower())
+            self._index_leads, self._index_leads_read = leads, True
+        return self._index_leads
 
     def refresh_catalog(self) -> Catalog:
         with self._lock:

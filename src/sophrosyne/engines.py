@@ -104,6 +104,11 @@ class Engine:
         """Row counts from the engine's statistics, by table; tables without any are left out."""
         return {}
 
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        """(table, column) for the first column of every index, primary keys included: the columns an
+        equality or range can seek on. None where unknown (DuckDB scans by zone maps): no index hints there."""
+        return None
+
     def read_tables(self, db: Database) -> Catalog:
         """Tables, views, columns, keys and comments (row estimates are filled in by catalog_reader)."""
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
@@ -198,6 +203,19 @@ class SQLite(FileEngine):
             if head.isdigit():
                 estimates[table] = max(estimates.get(table, 0), int(head))
         return estimates
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT m.name, ii.name FROM sqlite_master AS m, pragma_index_list(m.name) AS il, "
+            "pragma_index_info(il.name) AS ii WHERE m.type = 'table' AND ii.seqno = 0"
+        )
+        leads = [(str(t), str(c)) for t, c in cursor.fetchall()]
+        # An INTEGER PRIMARY KEY is the rowid itself, with no index of its own.
+        cursor.execute(
+            "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+            "WHERE m.type = 'table' AND p.pk = 1"
+        )
+        return leads + [(str(t), str(c)) for t, c in cursor.fetchall()]
 
     def read_tables(self, db: Database) -> Catalog:
         return catalog_reader.read_sqlite(db)
@@ -304,6 +322,15 @@ class PostgreSQL(ServerEngine):
         )
         return {name: int(n) for name, n in cursor.fetchall() if n is not None and n >= 0}
 
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] "
+            "WHERE n.nspname = current_schema()"
+        )
+        return [(str(t), str(c)) for t, c in cursor.fetchall()]
+
 
 class MySQL(ServerEngine):
     """MySQL and MariaDB: one SQL dialect, two names for the statement deadline."""
@@ -356,6 +383,13 @@ class MySQL(ServerEngine):
     def row_estimates(self, cursor: Cursor) -> dict[str, int]:
         cursor.execute("SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = DATABASE()")
         return {name: int(n) for name, n in cursor.fetchall() if n is not None}
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.statistics "
+            "WHERE table_schema = DATABASE() AND seq_in_index = 1"
+        )
+        return [(str(t), str(c)) for t, c in cursor.fetchall()]
 
 
 ENGINES: tuple[Engine, ...] = (SQLite(), DuckDB(), PostgreSQL(), MySQL())

@@ -325,7 +325,9 @@ class Environment:
             if cut_by_budget
             else None
         )
+        slow = result.elapsed_ms >= self.settings.slow_query_s * 1000
         return QueryOutput(
+            hints=query_hints(expression, self.catalog, self.db.index_leads()) if slow else [],
             columns=result.columns,
             rows=shown,
             row_count=len(shown),
@@ -374,13 +376,16 @@ class Environment:
         result, executed, expression = self._secure(sql, limit=500, explain=True)
         plan, scanned = self.db.engine.read_plan(result.columns, result.rows)
         # Sizes as this role sees them: a filtered table's full size is not its to know.
-        hints = [
+        hints = query_hints(expression, self.catalog, self.db.index_leads())
+        hints += [
             f"full scan of {t.name} (~{t.row_estimate:,} rows), a large table: filter on an indexed column "
             "or the leading column of a composite index."
             for t in self.catalog.tables.values()
-            if t.name.lower() in scanned and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
+            if t.name.lower() in scanned
+            and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
+            # The hint read from the query already names the column: the plan's adds nothing.
+            and not any(h.startswith(f"full scan of {t.name} (") for h in hints)
         ]
-        hints += query_hints(expression, self.catalog)
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
             return QueryPlan(

@@ -9,17 +9,87 @@ from sophrosyne.catalog import Catalog, Table
 LARGE_TABLE_ROWS = 100_000
 
 
-def query_hints(expression: exp.Expression, catalog: Catalog) -> list[str]:
-    """Leading-wildcard LIKE on a large table and cartesian products, each naming its table and column.
+def query_hints(
+    expression: exp.Expression, catalog: Catalog, index_leads: dict[str, set[str]] | None = None
+) -> list[str]:
+    """Hints on a query as written, each naming its table and column: a large table filtered only on columns
+    no index leads, a join with no index on either side, a leading-wildcard LIKE on a large table, a
+    cartesian product. `index_leads`: lower-cased table -> first columns of its indexes (None: unknown).
 
-    `catalog` is the role's: a filtered table has no row estimate there, so no hint tells its size.
+    `catalog` is the role's: a filtered table has no row estimate there, so no hint tells its size, and
+    hidden columns are not in it, so no hint names one.
     """
     hints: list[str] = []
     for select in expression.find_all(exp.Select):
         tables = _tables(select, catalog)
         hints += _leading_wildcards(select, tables)
         hints += _cartesian(select, tables)
+        if index_leads is not None:
+            hints += _unindexed_filters(select, tables, index_leads)
+            hints += _unindexed_joins(select, tables, index_leads)
     return sorted(set(hints))
+
+
+def _visible(column: exp.Column, table: Table) -> bool:
+    return table.column(column.name) is not None
+
+
+def _unindexed_filters(select: exp.Select, tables: dict[str, Table], leads: dict[str, set[str]]) -> list[str]:
+    """A large table whose WHERE conditions are all on columns no index leads: it is read whole."""
+    where = select.args.get("where")
+    if where is None:
+        return []
+    filtered: dict[str, set[str]] = {}
+    for condition in where.find_all(exp.EQ, exp.In, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between):
+        column = condition.this
+        other = condition.args.get("expression")
+        if not isinstance(column, exp.Column) or isinstance(other, exp.Column):
+            continue  # a join condition written in WHERE is judged as a join
+        table = _owner(column, tables)
+        if table is not None and _visible(column, table):
+            filtered.setdefault(table.name, set()).add(column.name)
+    hints = []
+    for name, columns in filtered.items():
+        table = tables_by_name(tables)[name]
+        indexed = leads.get(name.lower(), set())
+        if _large(table) and not {c.lower() for c in columns} & indexed:
+            shown = ", ".join(sorted(columns))
+            usable = sorted(c.name for c in table.columns if c.name.lower() in indexed)
+            hints.append(
+                f"full scan of {name} (~{table.row_estimate:,} rows): it is filtered on {shown}, which no index "
+                "leads" + (f"; a filter on {', '.join(usable)} would use an index." if usable else ".")
+            )
+    return hints
+
+
+def _unindexed_joins(select: exp.Select, tables: dict[str, Table], leads: dict[str, set[str]]) -> list[str]:
+    """An equality join whose two columns lead no index, with a large table on a side."""
+    hints = []
+    where = select.args.get("where")
+    conditions = [j.args.get("on") for j in select.args.get("joins") or []] + [where]
+    for condition in conditions:
+        for eq in condition.find_all(exp.EQ) if condition is not None else []:
+            left, right = eq.this, eq.expression
+            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+                continue
+            a, b = _owner(left, tables), _owner(right, tables)
+            if a is None or b is None or a is b or not (_large(a) or _large(b)):
+                continue
+            if not (_visible(left, a) and _visible(right, b)):
+                continue
+            if left.name.lower() in leads.get(a.name.lower(), set()):
+                continue
+            if right.name.lower() in leads.get(b.name.lower(), set()):
+                continue
+            hints.append(
+                f"join {a.name}.{left.name} = {b.name}.{right.name} has no index on either side: each row of one "
+                "table is matched by scanning or hashing the other; filter both sides first."
+            )
+    return hints
+
+
+def tables_by_name(tables: dict[str, Table]) -> dict[str, Table]:
+    return {t.name: t for t in tables.values()}
 
 
 def _tables(select: exp.Select, catalog: Catalog) -> dict[str, Table]:

@@ -228,6 +228,7 @@ class QueryOutput(Result):
     elapsed_ms: float
     reminder: str | None = None
     cut: str | None = None
+    hints: list[str] = Field(default_factory=list, description="performance hints, after a slow statement")
 
 
 class QueryPlan(Result):
@@ -333,6 +334,7 @@ def _render_query(r: QueryOutput, nonce: str) -> str:
     more = " (truncated: more rows exist)" if r.truncated else ""
     lines = [f"{r.row_count} rows{more} in {r.elapsed_ms:.0f} ms", render_table(r.columns, r.rows, nonce)]
     lines.extend(x for x in (r.reminder, r.cut) if x)
+    lines.extend(f"hint: {h}" for h in r.hints)
     lines.append(f"executed: {r.sql_executed}")
     return "\n".join(lines)
 
