@@ -4,6 +4,7 @@ two sources (SQLite and PostgreSQL) served by one process over stdio and streama
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -302,3 +303,19 @@ def test_a_token_of_one_source_opens_nothing_of_the_other(http_sources: str) -> 
 def test_http_without_a_token_is_refused(http_sources: str) -> None:
     response = httpx2.post(http_sources, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=10)
     assert response.status_code == 401
+
+
+def test_the_sources_command_lists_a_sources_file(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sophrosyne.cli import app
+
+    build_sqlite(tmp_path / "hr.sqlite")
+    (tmp_path / "sources.toml").write_text(
+        '[sources.hr]\npath = "hr.sqlite"\ndescription = "People."\n\n'
+        f'[sources.demo]\npath = "{ROOT / "src" / "sophrosyne" / "data" / "demo.sqlite"}"\n'
+    )
+    result = CliRunner().invoke(app, ["sources", "--sources", str(tmp_path / "sources.toml"), "--json"])
+    assert result.exit_code == 0, result.output
+    listed = {s["name"]: s for s in json.loads(result.output)}
+    assert listed["hr"]["description"] == "People." and listed["demo"]["dialect"] == "sqlite"

@@ -213,19 +213,31 @@ def sql(
 @app.command()
 def sources(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
+    sources_file: Annotated[
+        Path | None, typer.Option("--sources", help="TOML file of several databases, as `serve --sources` takes.")
+    ] = None,
+    question: Annotated[str | None, typer.Option(help="A question: the sources likely irrelevant are named.")] = None,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show the database a server would serve: name, dialect, table count.
+    """Show the databases a server would serve: name, dialect, table count, description.
 
     Example: sophrosyne sources postgresql://postgres@127.0.0.1/test
+    Example: sophrosyne sources --sources sources.toml --question "Which customers ordered teapots?"
     """
     from sophrosyne.display import emit
+    from sophrosyne.mcp_server import ServeSpec
 
     with reported():
-        emit(open_env(resolve_db(db), config, policy=policy, role=role).list_sources(), as_json)
+        if sources_file is not None and db is not None:
+            raise ConfigError("give a database or --sources, not both.")
+        spec = ServeSpec(
+            db=None if sources_file else resolve_db(db), sources=sources_file, config=config, policy=policy, role=role
+        )
+        opened = spec.open()
+        emit(opened.list_sources(dict(opened.environments), question).sources, as_json)
 
 
 @app.command()

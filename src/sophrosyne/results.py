@@ -374,6 +374,6 @@ _RENDERERS: dict[type, Any] = {
     SchemaHits: _render_hits,
     QueryOutput: _render_query,
     QueryPlan: _render_plan,
-    SourceInfo: lambda r, nonce: f"{r.name} ({r.dialect}, {r.tables} tables) at {r.url}",
+    SourceInfo: lambda r, nonce: _render_source(r, nonce).removeprefix("- ") + f" at {r.url}",
     SourceList: _render_sources,
 }
