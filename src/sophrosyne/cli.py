@@ -241,6 +241,13 @@ def serve(
     descriptions: DescriptionsOption = None,
     directives: DirectivesOption = None,
     audit_log: Annotated[Path | None, typer.Option(help="Append one JSONL audit record per tool call here.")] = None,
+    allow_python: Annotated[
+        bool,
+        typer.Option(
+            "--allow-python",
+            help="Also offer run_python: sandboxed Python programs whose sql() runs as the caller's role.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -261,6 +268,10 @@ def serve(
         env = open_env(
             resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives, audit_log=audit_log
         )
+        if allow_python:
+            from sophrosyne.agent.python_exec import check_sandbox
+
+            check_sandbox(env.settings)  # refuse to start rather than offer Python less isolated
         warm_in_background(env)
         err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
         if http:
@@ -276,10 +287,11 @@ def serve(
                 role=role,
                 directives=directives,
                 audit_log=audit_log,
+                allow_python=allow_python,
             )
             serve_workers(spec, workers)
         else:
-            run_server(env, http=http, host=host, port=port)
+            run_server(env, http=http, host=host, port=port, allow_python=allow_python)
 
 
 @app.command()
