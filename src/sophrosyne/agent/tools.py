@@ -122,14 +122,20 @@ class Toolbox(ABC):
         data = result.structured_content if isinstance(result.structured_content, dict) else None
         return ToolOutput(name, arguments, text, data, bool(result.is_error), ms)
 
-    async def sql(self, query: str) -> Rows:
-        """Run one query through the server's SQL tool (its secured path) for a program's `sql()`."""
+    async def call_sql(self, query: str) -> ToolOutput:
+        """Call the server's SQL tool with one query, whatever its argument is named."""
         tool = self.sql_tool
         if tool is None:
-            raise QueryFailed("this server has no SQL tool.", hint=f"Expected one of: {', '.join(SQL_TOOLS)}.")
+            known = ", ".join(s.name for s in self.specs)
+            return ToolOutput("sql", {"sql": query}, f"this server has no SQL tool (it has: {known}).", is_error=True)
         spec = next(s for s in self.specs if s.name == tool)
-        argument = next(iter(spec.parameters.get("required") or spec.parameters.get("properties") or ["sql"]))
-        output = await self.call(tool, {argument: query})
+        names = list(spec.parameters.get("required") or spec.parameters.get("properties") or ["sql"])
+        argument = "sql" if "sql" in names else "query" if "query" in names else str(names[0])
+        return await self.call(tool, {argument: query})
+
+    async def sql(self, query: str) -> Rows:
+        """Run one query through the server's SQL tool (its secured path) for a program's `sql()`."""
+        output = await self.call_sql(query)
         if output.is_error:
             raise QueryFailed(output.text.strip() or "the query failed.")
         return rows_of(output)
