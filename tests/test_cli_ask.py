@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -88,10 +87,15 @@ def test_ask_through_an_external_server_over_stdio() -> None:
     script = Script({"explore": [GROUND, Call("final_answer", {"sql": FINAL})]})
     server = f"{sys.executable} -m sophrosyne serve demo"
     with scripted_server(script) as (url, _):
-        # A real process: the stdio client hands the server its own stderr, which CliRunner replaces.
-        command = [sys.executable, "-m", "sophrosyne", "ask", QUESTION, "--server", server, "--model", "m"]
-        ran = subprocess.run([*command, "--base-url", url, "--json"], capture_output=True, text=True, timeout=120)
-    code, out, err = ran.returncode, ran.stdout, ran.stderr
+        code, out, err = invoke("ask", QUESTION, "--server", server, "--model", "m", "--base-url", url, "--json")
     assert code == 0, err
     assert json.loads(out)["sql"] == FINAL
     assert f"explorer on {server}" in err
+    assert "demo: 12 tables" not in err  # the server's own log stays out of the progress lines
+
+
+def test_a_server_that_fails_to_start_says_why() -> None:
+    server = f"{sys.executable} -c 'import sys; sys.exit(\"no database here\")'"
+    code, _, err = invoke("ask", QUESTION, "--server", server, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 1
+    assert "could not start the MCP server" in err and "no database here" in err

@@ -40,13 +40,20 @@ def listener() -> Iterator[socket.socket]:
 
 def test_cannot_open_a_socket(listener: socket.socket) -> None:
     port = listener.getsockname()[1]
-    code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)\nresult = 'connected'"
-    with pytest.raises(ProgramFailed, match="PermissionError: \\[Errno 1\\] Operation not permitted"):
-        run(code)
+    code = (
+        "import socket\n"
+        "result = []\n"
+        f"for attempt in (lambda: socket.create_connection(('127.0.0.1', {port}), timeout=1),\n"
+        "                lambda: socket.socket(socket.AF_UNIX)):\n"
+        "    try:\n"
+        "        attempt()\n"
+        "        result.append('opened')\n"
+        "    except OSError as exc:\n"
+        "        result.append(exc.strerror)\n"
+    )
+    assert run(code) == [["Operation not permitted"], ["Operation not permitted"]]
     with pytest.raises(TimeoutError):
         listener.accept()  # nothing arrived
-    with pytest.raises(ProgramFailed, match="Operation not permitted"):
-        run("import socket\nsocket.socket(socket.AF_UNIX)\nresult = 1")
 
 
 def test_cannot_write_outside_its_folder(tmp_path: Path) -> None:
@@ -54,13 +61,18 @@ def test_cannot_write_outside_its_folder(tmp_path: Path) -> None:
     open_to_all.mkdir(mode=0o777)
     os.chmod(tmp_path, 0o777)
     target = open_to_all / "escaped.txt"
-    with pytest.raises(ProgramFailed, match="PermissionError"):
-        run(f"open({str(target)!r}, 'w').write('x')\nresult = 1")
-    with pytest.raises(ProgramFailed, match="PermissionError"):
-        run("open('/tmp/escaped-from-sandbox.txt', 'w').write('x')\nresult = 1")
+    code = (
+        "result = []\n"
+        f"for path in ({str(target)!r}, '/tmp/escaped-from-sandbox.txt', 'notes.txt'):\n"
+        "    try:\n"
+        "        open(path, 'w').write('x')\n"
+        "        result.append('written')\n"
+        "    except OSError as exc:\n"
+        "        result.append(exc.strerror)\n"
+    )
+    # Outside: refused (even where the permission bits would allow it); its own folder: written.
+    assert run(code) == [["Permission denied"], ["Permission denied"], ["written"]]
     assert not target.exists() and not Path("/tmp/escaped-from-sandbox.txt").exists()
-    # Its own folder is writable.
-    assert run("open('notes.txt', 'w').write('kept')\nresult = open('notes.txt').read()") == [["kept"]]
 
 
 def test_cannot_read_the_database_file_directly(tmp_path: Path) -> None:
@@ -70,34 +82,42 @@ def test_cannot_read_the_database_file_directly(tmp_path: Path) -> None:
         db.executemany("INSERT INTO salaries VALUES (?, ?)", [("ana", 100.0), ("bo", 250.0)])
     db.close()
     os.chmod(path, 0o644)
-    with pytest.raises(ProgramFailed, match="PermissionError"):
-        run(f"result = len(open({str(path)!r}, 'rb').read())")
-    with pytest.raises(ProgramFailed, match="unable to open database file"):
-        run(f"import sqlite3\nresult = sqlite3.connect({str(path)!r}).execute('SELECT 1').fetchall()")
-    # Through sql(), the parent runs the query down the secured path and the program gets a DataFrame.
+    code = (
+        "import sqlite3\n"
+        "result = []\n"
+        f"for attempt in (lambda: open({str(path)!r}, 'rb').read(),\n"
+        f"                lambda: sqlite3.connect({str(path)!r}).execute('SELECT * FROM salaries').fetchall()):\n"
+        "    try:\n"
+        "        attempt()\n"
+        "        result.append('read')\n"
+        "    except (OSError, sqlite3.Error) as exc:\n"
+        "        result.append(str(exc).split(':')[0])\n"
+    )
+    assert run(code) == [["[Errno 13] Permission denied"], ["unable to open database file"]]
+    # Through sql(), the parent runs each query down the secured path: reads come back as a DataFrame,
+    # writes are refused by the guard.
     env = Environment.open(path)
-    code = "df = sql('SELECT employee, amount FROM salaries')\nresult = df.amount.sum()"
+    code = (
+        "try:\n"
+        "    sql('DROP TABLE salaries')\n"
+        "except RuntimeError as exc:\n"
+        "    refused = str(exc)\n"
+        "df = sql('SELECT employee, amount FROM salaries')\n"
+        "result = [[df.amount.sum(), refused]]\n"
+    )
     program = PythonExecutor().run(code, lambda query: environment_rows(env, query))
-    assert program.rows == [[350.0]]
-    assert program.sql_calls == ["SELECT employee, amount FROM salaries"]
-    env.db.close()
-
-
-def test_writes_through_sql_are_refused_by_the_guard(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    sqlite3.connect(path).execute("CREATE TABLE t (x INTEGER)").connection.close()
-    env = Environment.open(path)
-    code = "try:\n    sql('DROP TABLE t')\nexcept RuntimeError as exc:\n    result = str(exc)"
-    rows = PythonExecutor().run(code, lambda query: environment_rows(env, query)).rows
-    assert "is not allowed" in str(rows[0][0])
+    assert program.rows[0][0] == 350.0
+    assert "`DROP` is not allowed" in str(program.rows[0][1])
+    assert program.sql_calls == ["DROP TABLE salaries", "SELECT employee, amount FROM salaries"]
     env.db.close()
 
 
 def test_cannot_exceed_its_memory_limit() -> None:
-    assert run("block = bytearray(100 * 1024 * 1024)\nresult = len(block)", python_memory_mb=512) == [[104857600]]
+    code = "small = bytearray(100 * 1024 * 1024)\nprint('100 MB is fine')\nlarge = bytearray(1024 * 1024 * 1024)"
     with pytest.raises(ProgramFailed, match="memory limit") as error:
-        run("block = bytearray(1024 * 1024 * 1024)\nresult = 1", python_memory_mb=512)
+        run(code, python_memory_mb=512)
     assert error.value.kind == "memory"
+    assert error.value.output == "100 MB is fine\n"
 
 
 def _sandboxes_alive() -> list[str]:
@@ -127,9 +147,9 @@ def test_cannot_outlive_its_time_limit() -> None:
     )
     started = time.monotonic()
     with pytest.raises(ProgramFailed, match="time limit") as error:
-        run(code, python_wall_s=1.5, python_cpu_s=30)
+        run(code, python_wall_s=1.0, python_cpu_s=30)
     assert error.value.kind == "timeout"
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 3
     assert _sandboxes_alive() == []
 
 
@@ -143,8 +163,6 @@ def test_a_program_error_comes_back_with_its_line() -> None:
     with pytest.raises(ProgramFailed, match="line 2") as error:
         run("x = 1\nresult = x / 0")
     assert "ZeroDivisionError" in str(error.value)
-    with pytest.raises(ProgramFailed, match="assign the answer"):
-        run("x = 1")
 
 
 def test_sql_errors_reach_the_program_as_exceptions() -> None:
@@ -171,3 +189,17 @@ def test_a_layer_that_cannot_be_set_up_means_no_python() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
     assert "Python is disabled: the sandbox cannot be set up here (namespaces" in out
     assert "Operation not permitted" in out
+
+
+def test_results_become_tables() -> None:
+    import pandas as pd
+
+    from sophrosyne.agent.sandbox import to_table
+
+    frame = pd.DataFrame({"day": pd.to_datetime(["2025-11-01"]), "n": [pd.NA]}, dtype=object)
+    assert to_table(frame, pd) == (["day", "n"], [["2025-11-01", None]])
+    assert to_table(pd.Series([3, 4], index=["a", "b"], name="n"), pd) == (["index", "n"], [["a", 3], ["b", 4]])
+    assert to_table([(1, "x")], pd) == (["column_1", "column_2"], [[1, "x"]])
+    assert to_table(7, pd) == (["result"], [[7]])
+    with pytest.raises(ValueError, match="assign the answer"):
+        to_table(None, pd)

@@ -301,4 +301,4 @@ def compared_literals(sql: str) -> list[str]:
         for literal in node.find_all(exp.Literal):
             if literal.is_string and literal.this and not _NOT_A_LABEL.match(literal.this):
                 values.append(literal.this)
-    return list(dict.fromkeys(values))
+    return sorted(dict.fromkeys(values), key=sql.find)

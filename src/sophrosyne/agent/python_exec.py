@@ -79,11 +79,16 @@ class PythonExecutor:
         os.close(to_child_r)
         os.close(from_child_w)
         calls: list[str] = []
+        finished = False
         try:
             os.write(to_child_w, json.dumps(config).encode() + b"\n")
             message = self._converse(process, from_child_r, to_child_w, sql, calls)
+            finished = True
+        except ProgramFailed as exc:
+            finished = exc.kind in ("error", "memory")  # the child reported it and is ending by itself
+            raise
         finally:
-            _kill(process)
+            _stop(process, finished)
             os.close(to_child_w)
             os.close(from_child_r)
             shutil.rmtree(folder, ignore_errors=True)
@@ -156,21 +161,36 @@ def _answer(sql: SqlRunner, query: str) -> bytes:
     return json.dumps(payload, default=str).encode()
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """End the sandbox's whole process group (its PID namespace dies with its first process), and return
-    only when no process of it is left."""
+def _stop(process: subprocess.Popen[bytes], finished: bool) -> None:
+    """End the sandbox and return only when none of its processes is left. A child that answered ends by
+    itself; otherwise its whole process group is killed (its PID namespace dies with its first process)."""
+    if finished:
+        try:
+            process.wait(timeout=2)
+            return
+        except subprocess.TimeoutExpired:
+            pass
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(process.pid, 0)  # a probe: fails once the group is empty
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            break
+    while _group_alive(process.pid) and time.monotonic() < deadline:
         time.sleep(0.005)
+
+
+def _group_alive(group: int) -> bool:
+    """Whether a process of the group still runs (zombies, already dead, wait for init to reap them)."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return False
 
 
 _checked: dict[str, SandboxUnavailable | None] = {}

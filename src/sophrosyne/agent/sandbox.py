@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import sys
 import sysconfig
 import traceback
@@ -73,6 +74,9 @@ def run(channel: Channel, config: dict[str, Any]) -> None:
     except isolation.Unavailable as exc:
         channel.send({"kind": "unavailable", "message": str(exc)})
         os._exit(3)
+    # PID 1 of a namespace ignores signals it has no handler for: without this, only the hard CPU limit's
+    # SIGKILL a second later would stop it.
+    signal.signal(signal.SIGXCPU, lambda number, frame: os._exit(128 + signal.SIGXCPU))
     channel.send({"kind": "ready"})
     channel.send(execute(config["code"], channel, modules["pandas"], config["output_chars"]))
     os._exit(0)
@@ -122,7 +126,8 @@ def execute(code: str, channel: Channel, pd: Any, output_chars: int) -> dict[str
             exec(compile(code, "<program>", "exec"), namespace)
         columns, rows = to_table(namespace.get("result"), pd)
     except MemoryError:
-        return {"kind": "failed", "what": "memory", "message": "the program ran out of its memory limit."}
+        message = "the program ran out of its memory limit."
+        return {"kind": "failed", "what": "memory", "message": message, "output": output.getvalue()[-2000:]}
     except BaseException as exc:  # the program's own error, reported to the model
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
         shown = "".join(line for line in lines if "<program>" in line or line is lines[-1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import tempfile
 import time
 from abc import ABC, abstractmethod
 from contextlib import AsyncExitStack
@@ -119,6 +120,8 @@ class Toolbox(ABC):
         result = await self._client.call_tool(name, arguments)
         ms = (time.perf_counter() - started) * 1000
         text = "\n".join(getattr(c, "text", "") for c in result.content if getattr(c, "type", "") == "text")
+        if result.is_error:
+            text = text.removeprefix(f"Error executing tool {name}: ")  # the SDK's wrapping, noise to a model
         data = result.structured_content if isinstance(result.structured_content, dict) else None
         return ToolOutput(name, arguments, text, data, bool(result.is_error), ms)
 
@@ -233,10 +236,19 @@ class MCPTools(Toolbox):
             return await stack.enter_async_context(Client(streamable_http_client(self.target, http_client=http)))
         if self.token:
             raise ConfigError("a bearer token needs an HTTP server URL.", hint="Drop --token for a stdio command.")
+        from mcp.client.stdio import stdio_client
+
         command, *args = shlex.split(self.target)
         environment = {k: v for k, v in os.environ.items() if k not in PRIVATE_VARIABLES}
         parameters = StdioServerParameters(command=command, args=args, env=environment, cwd=self.cwd)
+        # The server's log would interleave with the agent's progress: it goes to a file, shown on failure.
+        log = stack.enter_context(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - closed with the stack
         try:
-            return await stack.enter_async_context(Client(parameters))
-        except OSError as exc:
-            raise ConfigError(f"could not start the MCP server `{self.target}`: {exc}.") from None
+            return await stack.enter_async_context(Client(stdio_client(parameters, errlog=log)))
+        except Exception as exc:
+            log.seek(0)
+            said = " ".join(log.read().split())[-300:]
+            raise ConfigError(
+                f"could not start the MCP server `{self.target}`: {exc}." + (f" It said: {said}" if said else ""),
+                hint="Check the command by running it in a terminal.",
+            ) from None
