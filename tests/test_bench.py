@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from fixtures.datasets import shared_datasets
 from sophrosyne.bench.cli import bench_app
-from sophrosyne.bench.datasets import catalog_from_spider, datasets_root, load_custom, load_dataset
-from sophrosyne.bench.directives_bench import report, run_directives_bench, split_databases
+from sophrosyne.bench.datasets import catalog_from_spider, load_custom, load_dataset
+from sophrosyne.bench.directives_bench import run_directives_bench
+from sophrosyne.bench.directives_report import report
+from sophrosyne.bench.tune import split_databases
 
 FIXTURES = Path(__file__).parent / "fixtures" / "directives"
 REQUIRED = {
@@ -64,7 +67,7 @@ def test_bench_directives_runs_end_to_end_and_writes_the_summary(tmp_path: Path,
     data = json.loads(out.read_text())
     summary = data["summary"]
     assert set(summary) >= REQUIRED
-    for system in ("none", "oracle", "paper"):
+    for system in ("none", "oracle", "paper_rules_top1"):
         assert set(summary["baselines"][system]) >= REQUIRED
     assert summary["questions"] == 4
     assert summary["oracle"]["safe_rate"] == 1.0 and summary["oracle"]["prune_rate"] == 1.0
@@ -94,11 +97,8 @@ def test_custom_dataset_and_split() -> None:
     assert report(run)["summary"]["questions"] == 2
 
 
-SHARED = datasets_root()
-
-
-@pytest.mark.skipif(not (SHARED / "bird_dev").is_dir(), reason=f"shared datasets not found at {SHARED}")
 def test_shared_datasets_load() -> None:
+    shared_datasets("bird_dev", "spider")
     bird = load_dataset("bird-dev")
     assert len(bird.questions) == 1534 and len(bird.catalogs) == 11
     assert set(bird.database_files) == {"student_club", "superhero", "toxicology"}

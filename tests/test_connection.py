@@ -103,7 +103,7 @@ def test_server_urls_get_the_installed_drivers(url: str, driver: str) -> None:
 
         unreachable(url.split(":", 1)[0], exc.message)
     try:
-        assert database.engine.dialect.driver == driver
+        assert database.driver == driver
         assert database.run("SELECT 1").rows == [(1,)]
     finally:
         database.close()

@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 from fixtures.openai_server import chat_reply, scripted_server
+from sophrosyne.bench.baselines import paper_rules_top1
 from sophrosyne.bench.datasets import load_catalogs
 from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.directives import (
     DirectiveSettings,
     LLMColumnInference,
     compute_directives,
-    evidence_units,
     gold_tables,
     infer_identifiers,
+    knowledge_units,
     oracle_directives,
-    paper_directives,
 )
 from sophrosyne.index import SchemaIndex
 from sophrosyne.policy import Role
@@ -42,7 +42,7 @@ def test_infer_identifiers_from_knowledge() -> None:
     assert "productName" in strong and "region_name" in strong
     assert "Tea" not in strong and "to" not in strong and "North" not in strong  # values and prose are not
     assert "refers" in weak
-    assert evidence_units("A refers to city = 'Lyon'; B")[:3] == ["A refers to city = 'Lyon'", "A", "city = 'Lyon'"]
+    assert knowledge_units("A refers to city = 'Lyon'; B")[:3] == ["A refers to city = 'Lyon'", "A", "city = 'Lyon'"]
 
 
 @pytest.mark.parametrize(
@@ -126,9 +126,9 @@ def test_abstains_on_tiny_schemas_and_without_any_match(index: SchemaIndex) -> N
 
 
 def test_paper_baseline_keeps_the_top_table_of_each_inferred_column(catalog: Catalog, index: SchemaIndex) -> None:
-    directives = paper_directives("Which supplier makes Tea?", "`productName` = 'Tea'; supplier_name", catalog, index)
+    directives = paper_rules_top1("Which supplier makes Tea?", "`productName` = 'Tea'; supplier_name", catalog, index)
     assert {"products", "suppliers"} <= set(directives.relevant)
-    assert directives.mode == "paper"
+    assert directives.mode == "paper_rules_top1"
 
 
 ANSWERS: list[str] = []

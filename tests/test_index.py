@@ -13,6 +13,7 @@ import pytest
 from fixtures.openai_server import scripted_server
 from sophrosyne.bench.datasets import load_catalogs
 from sophrosyne.catalog import Catalog, load_bird_descriptions
+from sophrosyne.connection import open_database
 from sophrosyne.index import (
     ColumnHit,
     OpenAIEmbedder,
@@ -132,8 +133,14 @@ def test_value_index_grounds_literals_within_budget(catalog: Catalog, tmp_path: 
     assert values.lookup("  Tea ") == [("products", "productName")]
     assert values.lookup("x" * 500) == []  # longer than the budget's max_chars
     assert not values.complete  # tables missing from the file are reported as incomplete
-    cached = load_or_build_values(catalog, tmp_path / "cache", path)
-    assert load_or_build_values(catalog, tmp_path / "cache", path).lookup("Drinks") == cached.lookup("Drinks")
+    database = open_database(path)
+    try:
+        # Read through the database's timed read-only sessions, then from the cache.
+        cached = load_or_build_values(catalog, tmp_path / "cache", database)
+        assert cached.lookup("Drinks") == [("products", "category")]
+        assert load_or_build_values(catalog, tmp_path / "cache", database).lookup("Drinks") == cached.lookup("Drinks")
+    finally:
+        database.close()
 
 
 def test_wordllama_embeddings_are_unit_vectors_and_batch_independent() -> None:

@@ -16,6 +16,7 @@ from sophrosyne.catalog import Column, Table, group_tables
 from sophrosyne.connection import Database, open_database
 from sophrosyne.environment import Environment
 from sophrosyne.errors import QueryTimeout, RejectedSQL, SQLSyntaxError, UnknownColumn, UnknownTable
+from sophrosyne.policy import Role, TableRule
 from sophrosyne.settings import Settings
 
 OPERATIONS = {"IT Operations", "Operations and Logistics", "Field Operations"}
@@ -245,6 +246,28 @@ def test_distinct_values_live_counts_then_cached_fuzzy(large_env: Environment) -
     assert {v.value for v in fuzzy.values} >= OPERATIONS
 
 
+# A role that sees the two large-looking tables through row filters: their full size is not its to know.
+FILTERED = Role(
+    "clerk",
+    tables={
+        "notes": TableRule(row_filter="tag = 'pricing'"),
+        "departments": TableRule(row_filter="dept_code = 'D042'"),
+    },
+)
+
+
+def test_value_search_notes_do_not_tell_a_restricted_role_a_filtered_table_is_large(large_db: Database) -> None:
+    unrestricted = Environment(large_db).get_distinct_values("notes", "body", search="discount")
+    assert unrestricted.note is not None and "first 1,000 rows" in unrestricted.note
+    clerk = Environment(large_db, role=FILTERED)
+    found = clerk.get_distinct_values("notes", "body", search="discount")
+    assert {v.value for v in found.values} == {"discount 50%", "discount 50 dollars"}
+    assert found.note is None
+    common = clerk.get_distinct_values("departments", "dept_name")
+    assert [v.value for v in common.values] == ["Operations and Logistics"]
+    assert common.note is None and common.cut is None
+
+
 # -- find_rows ------------------------------------------------------------------------------------------------
 
 
@@ -354,6 +377,16 @@ def test_explain_sql(env: Environment) -> None:
 def test_explain_sql_hints_a_full_scan_of_a_large_table(large_db: Database) -> None:
     plan = Environment(large_db).explain_sql("SELECT * FROM notes WHERE tag = 'pricing'")
     assert any(h.startswith("full scan of notes") for h in plan.hints), plan.plan
+
+
+def test_explain_sql_hints_come_from_the_sizes_a_role_sees(large_db: Database) -> None:
+    sql = "SELECT * FROM notes WHERE tag = 'pricing'"
+    # A filtered table: its size is not shown to the role, so no hint may tell it the table is large.
+    assert Environment(large_db, role=FILTERED).explain_sql(sql).hints == []
+    # A table the role reads whole (some columns hidden) shows its size, and so may the hint.
+    reader = Role("reader", tables={"notes": TableRule(hidden=["archived_at"])})
+    plan = Environment(large_db, role=reader).explain_sql(sql)
+    assert any(h.startswith("full scan of notes (~1,000,000 rows)") for h in plan.hints), plan.hints
 
 
 # -- errors an agent can fix --------------------------------------------------------------------------------

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rapidfuzz import fuzz, process
 from sqlglot import exp
 
 from sophrosyne import guard
 from sophrosyne.audit import note_statement
-from sophrosyne.catalog import Catalog, ForeignKey, Table, is_text_type, load_bird_descriptions
+from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions
 from sophrosyne.connection import Database, QueryResult, open_database
-from sophrosyne.errors import (
-    ConfigError,
-    QueryFailed,
-    QueryTimeout,
-    SophrosyneError,
-    UnknownColumn,
-    UnknownTable,
-)
+from sophrosyne.errors import ConfigError, QueryFailed, QueryTimeout
 from sophrosyne.grounding import Grounder, ValueCache, contains, table_ref
-from sophrosyne.moderation import Moderator
+from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
     CHARS_PER_TOKEN,
@@ -45,6 +36,9 @@ from sophrosyne.results import (
     fit_rows,
 )
 from sophrosyne.settings import Settings
+
+if TYPE_CHECKING:
+    from sophrosyne.moderation import Moderator
 
 LARGE_TABLE_ROWS = 100_000
 
@@ -242,16 +236,14 @@ class Environment:
         t = self._table(table)
         c = self._column(t, column)
         limit = max(1, min(limit or self.settings.distinct_limit, 1000))
-        # The real size decides the strategy (a restricted role is not shown it).
-        full = self.full_catalog.table(t.name)
-        size = full.row_estimate if full else None
-        return self.grounder.distinct_values(t, c, size, search, limit)
+        # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
+        return self.grounder.distinct_values(t, c, t.row_estimate, search, limit)
 
     @property
     def grounder(self) -> Grounder:
         if self._grounder is None:
             self._grounder = Grounder(
-                self._query, self.settings, self.dialect, self.values, scope=(self.db.name, self.role.name)
+                self._query, self.settings, self.db.engine, self.values, scope=(self.db.name, self.role.name)
             )
         return self._grounder
 
@@ -281,7 +273,7 @@ class Environment:
             searched += 1
             types = {c.name: c.type for c in t.columns}
             condition = exp.or_(
-                *(contains(self.dialect, exp.column(n, quoted=True), types.get(n, ""), term) for n in names)
+                *(contains(self.db.engine, exp.column(n, quoted=True), types.get(n, ""), term) for n in names)
             )
             query = exp.select("*").from_(table_ref(t.name)).where(condition).limit(limit)
             try:
@@ -330,7 +322,7 @@ class Environment:
             truncated=result.truncated or cut_by_budget,
             sql_executed=self._shown_sql(executed, expression),
             elapsed_ms=round(result.elapsed_ms, 2),
-            reminder=self.moderator.reminder(read),
+            reminder=self._reminder(read),
             cut=cut,
         )
 
@@ -348,6 +340,9 @@ class Environment:
     @property
     def moderator(self) -> Moderator:
         if self._moderator is None:
+            # Imported here: directives and their indexes are not needed to run SQL, and load slowly.
+            from sophrosyne.moderation import Moderator
+
             self._moderator = Moderator(
                 self.catalog, self.settings, self._distinct_sample, self.dialect, shared=self.role.unrestricted
             )
@@ -367,29 +362,14 @@ class Environment:
     def explain_sql(self, sql: str) -> QueryPlan:
         """The engine's plan for a read-only statement, with hints about full scans of large tables."""
         result, executed, expression = self._secure(sql, limit=500, explain=True)
-        plan = [" ".join(str(v) for v in row if v is not None) for row in result.rows]
-        scanned: set[str] = set()
-        if self.dialect == "duckdb":
-            plan = [line for row in result.rows for line in str(row[-1]).splitlines() if line.strip()]
-            text = "\n".join(plan)
-            if "Seq Scan" in text or "SEQ_SCAN" in text:
-                scanned = {m.split(".")[-1].lower() for m in re.findall(r"Table: ([^\s│]+)", text)}
-        elif self.dialect == "mysql" and "table" in result.columns and "type" in result.columns:
-            i, j = result.columns.index("table"), result.columns.index("type")
-            scanned = {str(row[i]).lower() for row in result.rows if str(row[j]).upper() == "ALL"}
-        else:
-            pattern = r"(?:^|\s)SCAN (?:TABLE )?\"?(\w+)|Seq Scan on \"?(\w+)"
-            scanned = {next(g for g in m if g).lower() for line in plan for m in re.findall(pattern, line)}
-        hints = []
-        for t in self.catalog.tables.values():
-            full = self.full_catalog.table(t.name)
-            size = (full.row_estimate if full else None) or 0
-            if t.name.lower() in scanned and size >= LARGE_TABLE_ROWS:
-                rows = f" (~{t.row_estimate:,} rows)" if t.row_estimate is not None else ""
-                hints.append(
-                    f"full scan of {t.name}{rows}, a large table: filter on an indexed column "
-                    "or the leading column of a composite index."
-                )
+        plan, scanned = self.db.engine.read_plan(result.columns, result.rows)
+        # Sizes as this role sees them: a filtered table's full size is not its to know.
+        hints = [
+            f"full scan of {t.name} (~{t.row_estimate:,} rows), a large table: filter on an indexed column "
+            "or the leading column of a composite index."
+            for t in self.catalog.tables.values()
+            if t.name.lower() in scanned and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
+        ]
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
             return QueryPlan(
@@ -410,12 +390,16 @@ class Environment:
         With `explain`, the engine plans the rewritten statement instead of running it.
         """
         expression = guard.check_sql(sql, self.dialect)
-        executed = self.role.rewrite(expression, self.full_catalog, self.dialect).sql(dialect=self.dialect)
-        sent = f"{'EXPLAIN QUERY PLAN' if self.dialect == 'sqlite' else 'EXPLAIN'} {executed}" if explain else executed
+        # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
+        rewritten = (
+            expression if self.role.unrestricted else self.role.rewrite(expression, self.full_catalog, self.dialect)
+        )
+        executed = rewritten.sql(dialect=self.dialect)
+        sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
             result = self.db.run(sent, limit=limit, timeout_s=timeout_s)
         except QueryFailed as exc:
-            raise self._explain_error(exc, expression) from None
+            raise explain_error(exc, expression, self.catalog, self.db.name) from None
         if explain:
             note_statement(sql, sent, len(result.rows))
             return result, executed, expression
@@ -425,6 +409,10 @@ class Environment:
             result = QueryResult(result.columns, kept, result.truncated, result.elapsed_ms)
         note_statement(sql, executed, len(result.rows))
         return result, executed, expression
+
+    def _reminder(self, tables: list[str]) -> str | None:
+        # Reminders follow directives, which only a moderator gives: without one there is nothing to remind.
+        return self._moderator.reminder(tables) if self._moderator is not None else None
 
     def _shown_sql(self, executed: str, expression: exp.Expression) -> str:
         """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
@@ -436,63 +424,14 @@ class Environment:
     # -- lookups with helpful errors ------------------------------------------------------------------------
 
     def _table(self, name: str) -> Table:
-        table = self.catalog.table(name.strip().strip('"`[]'))
-        if table is None:
-            raise UnknownTable(
-                f"no table `{name}` in {self.db.name}.",
-                hint=_did_you_mean(name, self.catalog.table_names, "list_tables"),
-            )
-        return table
+        return table_named(self.catalog, name, self.db.name)
 
-    def _column(self, table: Table, name: str) -> Any:
-        column = table.column(name.strip().strip('"`[]'))
-        if column is None:
-            raise UnknownColumn(
-                f"no column `{name}` in `{table.name}`.",
-                hint=_did_you_mean(name, table.column_names, f"describe_table('{table.name}')"),
-            )
-        return column
-
-    def _explain_error(self, exc: QueryFailed, expression: exp.Expression) -> SophrosyneError:
-        """Turn an engine's unknown-name error into one that names the fix, from the catalog."""
-        tables: dict[str, Table] = {}
-        ctes = {c.alias_or_name.lower() for c in expression.find_all(exp.CTE)}
-        for ref in expression.find_all(exp.Table):
-            if not ref.name or ref.name.lower() in ctes:
-                continue
-            table = self.catalog.table(ref.name)
-            if table is None:
-                return UnknownTable(
-                    f"no table `{ref.name}` in {self.db.name}.",
-                    hint=_did_you_mean(ref.name, self.catalog.table_names, "list_tables"),
-                )
-            tables[(ref.alias or ref.name).lower()] = table
-        known = {c.lower() for t in tables.values() for c in t.column_names}
-        aliases = {a.alias.lower() for a in expression.find_all(exp.Alias)}
-        for col in expression.find_all(exp.Column):
-            name = col.name.lower()
-            if not name or name in known or name in aliases or isinstance(col.this, exp.Star):
-                continue
-            owner = tables.get(col.table.lower()) if col.table else None
-            candidates = owner.column_names if owner else sorted({c for t in tables.values() for c in t.column_names})
-            where = f"`{owner.name}`" if owner else "the tables of this query"
-            if name in exc.message.lower():
-                return UnknownColumn(
-                    f"no column `{col.name}` in {where}.",
-                    hint=_did_you_mean(col.name, candidates, "describe_table"),
-                )
-        return exc
+    def _column(self, table: Table, name: str) -> Column:
+        return column_named(table, name)
 
 
 def _join_key(fk: ForeignKey) -> str:
     return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}"
-
-
-def _did_you_mean(name: str, choices: list[str], fallback: str) -> str:
-    best = process.extract(name, choices, scorer=fuzz.WRatio, processor=str.lower, limit=3, score_cutoff=60)
-    if best:
-        return "Did you mean " + " or ".join(f"`{b[0]}`" for b in best) + "?"
-    return f"Call {fallback} to see what exists."
 
 
 def _select_all(table: Table, dialect: str, limit: int) -> str:

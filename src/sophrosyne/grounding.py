@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from sophrosyne.catalog import Column, Table, is_text_type
 from sophrosyne.connection import QueryResult
+from sophrosyne.engines import Engine
 from sophrosyne.errors import QueryTimeout
 from sophrosyne.results import DistinctValues, ValueCount, cell, cut_note
 from sophrosyne.settings import Settings
@@ -134,11 +135,12 @@ class Grounder:
     """get_distinct_values for one environment: cached value counts, or a live search within a budget."""
 
     def __init__(
-        self, query: Query, settings: Settings, dialect: str, cache: ValueCache, *, scope: tuple[str, str]
+        self, query: Query, settings: Settings, engine: Engine, cache: ValueCache, *, scope: tuple[str, str]
     ) -> None:
         self.query = query  # the environment's secured path: guard, the role's rewrite, a read-only session
         self.settings = settings
-        self.dialect = dialect
+        self.engine = engine
+        self.dialect = engine.name
         self.cache = cache
         self.scope = scope  # (database, role): counts are per role
 
@@ -207,7 +209,7 @@ class Grounder:
         query = (
             exp.select(col, exp.Count(this=exp.Star()).as_("n"))
             .from_(_prefix(t.name, col, rows))
-            .where(contains(self.dialect, col, c.type, search))
+            .where(contains(self.engine, col, c.type, search))
             .group_by(col)
             .order_by(exp.Ordered(this=exp.column("n"), desc=True))
             .limit(limit)
@@ -231,16 +233,16 @@ class Grounder:
         return DistinctValues(table=t.name, column=c.name, search=search, values=values, note=note)
 
 
-def contains(dialect: str, column: exp.Column, type_name: str, needle: str) -> exp.Expression:
+def contains(engine: Engine, column: exp.Column, type_name: str, needle: str) -> exp.Expression:
     """`column` holds `needle`, ignoring case, as cheaply as the engine allows (wildcards in it are literal)."""
     text: exp.Expression = column if is_text_type(type_name) else exp.cast(column, exp.DataType.build("TEXT"))
     escaped = needle.strip().lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
     pattern = exp.Literal.string(f"%{escaped}%")
     like: exp.Expression
-    if dialect in ("postgres", "duckdb"):
+    if engine.has_ilike:
         like = exp.ILike(this=text, expression=pattern)
-    elif dialect == "sqlite" and needle.isascii():
-        like = exp.Like(this=text, expression=pattern)  # SQLite's LIKE ignores ASCII case by itself
+    elif engine.like_ignores_ascii_case and needle.isascii():
+        like = exp.Like(this=text, expression=pattern)
     else:
         like = exp.Like(this=exp.Lower(this=text), expression=pattern)
     return exp.Escape(this=like, expression=exp.Literal.string("!"))

@@ -6,7 +6,6 @@ import contextvars
 import logging
 import re
 import unicodedata
-from fnmatch import translate
 from functools import lru_cache
 
 from sqlglot import exp
@@ -14,6 +13,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token
 
+from sophrosyne import engines, sql_functions
+from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 
 __all__ = ["check_sql"]
@@ -57,77 +58,6 @@ _LABELS: dict[type[exp.Expr], str] = {
     exp.Declare: "DECLARE", exp.Execute: "EXECUTE", exp.Hint: "optimizer hint /*+ ... */",
 }  # fmt: skip
 
-_FILES = "it reads or writes files on the database server"
-_REMOTE = "it reaches other databases or the network"
-_CODE = "it loads code into the database engine"
-_STALL = "it sleeps or takes locks, which stalls the server"
-_ADMIN = "it reads or changes server settings, sessions or replication"
-_STATE = "it changes state (sequences, variables)"
-_DYNAMIC = "it runs SQL given as a string, which bypasses this check"
-
-# Deny lists per dialect, as case-insensitive globs on the bare function name (schema dropped).
-_DENIED: dict[str, dict[str, str]] = {
-    "sqlite": {
-        "load_extension": _CODE, "fts3_tokenizer": _CODE, "eval": _DYNAMIC,
-        "readfile": _FILES, "writefile": _FILES, "edit": _FILES, "fsdir": _FILES, "lsdir": _FILES,
-        "zipfile": _FILES, "sqlar_*": _FILES,
-    },
-    "postgres": {
-        "pg_read_*file": _FILES, "pg_ls_*": _FILES, "pg_stat_file": _FILES, "pg_*file*": _FILES,
-        "pg_logdir_ls": _FILES, "lo_*": _FILES,
-        "dblink*": _REMOTE,
-        "pg_sleep*": _STALL, "pg_advisory*": _STALL, "pg_try_advisory*": _STALL,
-        "pg_terminate_backend": _ADMIN, "pg_cancel_backend": _ADMIN, "pg_reload_conf": _ADMIN,
-        "pg_rotate_logfile": _ADMIN, "set_config": _ADMIN, "current_setting": _ADMIN,
-        "pg_switch_wal": _ADMIN, "pg_create_*": _ADMIN, "pg_drop_replication_slot": _ADMIN,
-        "pg_replication_*": _ADMIN, "pg_logical_*": _ADMIN, "pg_promote": _ADMIN, "pg_backup_*": _ADMIN,
-        "pg_start_backup": _ADMIN, "pg_stop_backup": _ADMIN, "pg_stat_reset*": _ADMIN,
-        "pg_wal_replay_*": _ADMIN, "pg_log_backend_memory_contexts": _ADMIN, "pg_notify": _ADMIN,
-        "pg_import_system_collations": _ADMIN, "pg_config": _ADMIN,
-        "nextval": _STATE, "setval": _STATE, "txid_current*": _STATE, "pg_current_xact_id*": _STATE,
-        "*_to_xml*": _DYNAMIC, "ts_stat": _DYNAMIC,
-    },
-    "mysql": {
-        "load_file": _FILES,
-        "sleep": _STALL, "benchmark": _STALL, "get_lock": _STALL, "release_lock": _STALL,
-        "release_all_locks": _STALL, "is_free_lock": _STALL, "is_used_lock": _STALL,
-        "service_*_lock*": _STALL, "master_pos_wait": _STALL, "source_pos_wait": _STALL, "wait_*": _STALL,
-        "sys_*": _CODE, "group_replication_*": _ADMIN, "asynchronous_connection_failover_*": _ADMIN,
-        "audit_log_*": _ADMIN, "keyring_*": _ADMIN, "version_tokens_*": _ADMIN, "*firewall*": _ADMIN,
-        "nextval": _STATE, "setval": _STATE, "lastval": _STATE, "last_insert_id": _STATE,
-    },
-    "duckdb": {
-        "read_*": _FILES, "*_scan": _FILES, "parquet_*": _FILES, "iceberg_*": _FILES, "delta_*": _FILES,
-        "glob": _FILES, "sniff_csv": _FILES, "st_read*": _FILES, "from_csv_auto": _FILES,
-        "*_attach": _REMOTE, "*_query": _REMOTE, "*_execute": _REMOTE, "http_*": _REMOTE,
-        "install": _CODE, "load": _CODE,
-        "getenv": _ADMIN, "current_setting": _ADMIN, "duckdb_secrets": _ADMIN, "which_secret": _ADMIN,
-        "query": _DYNAMIC, "query_table": _DYNAMIC, "json_execute_serialized_sql": _DYNAMIC,
-        "nextval": _STATE, "setval": _STATE, "set_variable": _STATE,
-    },
-}  # fmt: skip
-_ALIASES = {"mariadb": "mysql", "postgresql": "postgres"}  # SQLAlchemy's names for the same engines
-# Another sqlglot dialect gets every list: refusing too much is better than too little.
-_DENIED_ANY = {pattern: why for rules in _DENIED.values() for pattern, why in rules.items()}
-_DENIED_TYPES: dict[type[exp.Func], str] = {
-    exp.ReadCSV: _FILES, exp.ReadParquet: _FILES, exp.ToFile: _FILES, exp.NextValueFor: _STATE,
-    exp.Secret: _ADMIN,
-}  # fmt: skip
-
-# Table-valued functions that only turn values into rows; every other one in FROM is refused,
-# since engines hide file readers, catalog dumps and remote scans behind table functions.
-_TABLE_FUNCTIONS = frozenset(
-    {
-        "generate_series", "range", "unnest", "generate_subscripts",
-        "regexp_split_to_table", "regexp_matches", "string_to_table",
-        "json_each", "json_tree", "json_each_text", "jsonb_each", "jsonb_each_text",
-        "json_array_elements", "json_array_elements_text", "jsonb_array_elements", "jsonb_array_elements_text",
-        "json_object_keys", "jsonb_object_keys", "jsonb_path_query",
-        "json_to_recordset", "jsonb_to_recordset", "json_populate_recordset", "jsonb_populate_recordset",
-    }
-)  # fmt: skip
-_TABLE_FUNCTION_TYPES = (exp.GenerateSeries, exp.ExplodingGenerateSeries, exp.Unnest, exp.Explode, exp.JSONTable)
-
 # DuckDB turns an unknown table name that looks like a file or URL into a file scan ("replacement scan").
 _FILE_SUFFIX = re.compile(r"\.(csv|tsv|txt|parquet|json|jsonl|ndjson|xlsx|arrow|avro|db|sqlite|duckdb|gz|zst)$", re.I)
 _PATH_CHARS = re.compile(r"[./\\:*?~]")
@@ -153,12 +83,12 @@ def check_sql(sql: str, dialect: str) -> exp.Expression:
     Raises `RejectedSQL` for anything that is not a single read-only query and `SQLSyntaxError`
     when the text does not parse.
     """
-    dialect = _ALIASES.get(dialect.lower(), dialect.lower())
-    engine = _dialect(dialect)
+    engine = engines.for_dialect(dialect)
+    parser = _dialect(engine.name)
     if "\x00" in sql:
         # Engines disagree on where a NUL ends the text (MySQL ends a comment there), so refuse it.
         raise RejectedSQL("The SQL contains a NUL character.", hint="Remove the NUL (\\x00) character.")
-    tokens, statements = _parse(sql, engine)
+    tokens, statements = _parse(sql, parser)
     _check_comments(tokens)
     # sqlglot yields None for an empty statement (`;;`) and Semicolon for a comment after the last `;`.
     present = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
@@ -174,9 +104,8 @@ def check_sql(sql: str, dialect: str) -> exp.Expression:
         first_word = next(token.text for token in tokens if token.text != ";")
         label = _label(root) if type(root) in _LABELS or isinstance(root, exp.Command) else first_word
         raise RejectedSQL(f"`{_shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
-    rules = dialect if dialect in _DENIED else "*"
     for node in root.walk():
-        _check_node(node, rules)
+        _check_node(node, engine)
     return root
 
 
@@ -254,7 +183,7 @@ def _check_comments(tokens: list[Token]) -> None:
                 )
 
 
-def _check_node(node: exp.Expr, dialect: str) -> None:
+def _check_node(node: exp.Expr, engine: Engine) -> None:
     if isinstance(node, exp.Lock):
         raise RejectedSQL(
             f"The locking clause `FOR {'UPDATE' if node.args.get('update') else 'SHARE'}` is not allowed: {_READ_ONLY}",
@@ -263,11 +192,11 @@ def _check_node(node: exp.Expr, dialect: str) -> None:
     if not isinstance(node, _ALLOWED):
         raise RejectedSQL(f"`{_label(node)}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     if isinstance(node, exp.Func):
-        _check_function(node, dialect)
+        _check_function(node, engine)
     elif isinstance(node, exp.Table):
-        _check_table(node, dialect)
+        _check_table(node, engine)
     elif isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
-        _check_table_function(node.this, dialect)
+        _check_table_function(node.this, engine)
     if isinstance(node, exp.PropertyEQ) and isinstance(node.this, (exp.Parameter, exp.SessionParameter)):
         raise RejectedSQL(
             f"Assigning a variable (`{_shown(node.sql())}`) is not allowed: queries here only read.",
@@ -275,42 +204,19 @@ def _check_node(node: exp.Expr, dialect: str) -> None:
         )
 
 
-def _check_function(node: exp.Func, dialect: str) -> None:
-    for name in _function_names(node):
-        reason = _denial(dialect, name)
-        if reason:
-            raise RejectedSQL(f"`{name}()` is not allowed: {reason}.", hint=_HINT_FUNCTION)
-    reason = next((why for kind, why in _DENIED_TYPES.items() if isinstance(node, kind)), None)
-    if reason:
-        raise RejectedSQL(f"`{_function_names(node)[0]}()` is not allowed: {reason}.", hint=_HINT_FUNCTION)
+def _check_function(node: exp.Func, engine: Engine) -> None:
+    refused = sql_functions.never(node, engine.name)
+    if refused:
+        raise RejectedSQL(f"`{refused[0]}()` is not allowed: {refused[1]}.", hint=_HINT_FUNCTION)
 
 
-def _function_names(node: exp.Func) -> list[str]:
-    if isinstance(node, (exp.Anonymous, exp.AnonymousAggFunc)):
-        return [node.name.lower()]
-    return [name.lower() for name in node.sql_names()]
-
-
-@lru_cache(maxsize=4096)
-def _denial(dialect: str, name: str) -> str | None:
-    rules = _DENIED.get(dialect, _DENIED_ANY)
-    return next((why for pattern, why in rules.items() if _glob(pattern).match(name)), None)
-
-
-@lru_cache(maxsize=512)
-def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile(translate(pattern))
-
-
-def _check_table(table: exp.Table, dialect: str) -> None:
+def _check_table(table: exp.Table, engine: Engine) -> None:
     if isinstance(table.this, exp.Func):
-        _check_table_function(table.this, dialect)
+        _check_table_function(table.this, engine)
     elif isinstance(table.this, exp.Identifier):
         parts = [part.name for part in table.parts]
         dotted = ".".join(parts)
-        if any(_PATH_CHARS.search(part) for part in parts) or (
-            dialect in ("duckdb", "*") and _FILE_SUFFIX.search(dotted)
-        ):
+        if any(_PATH_CHARS.search(part) for part in parts) or (engine.reads_file_names and _FILE_SUFFIX.search(dotted)):
             raise RejectedSQL(
                 f"`{_shown(dotted)}` is not allowed as a table: it names a file or URL, and reading files is blocked.",
                 hint=_HINT_TABLE,
@@ -319,13 +225,13 @@ def _check_table(table: exp.Table, dialect: str) -> None:
         raise RejectedSQL(f"`{_shown(table.sql())}` is not allowed as a table.", hint=_HINT_TABLE)
 
 
-def _check_table_function(function: exp.Func, dialect: str) -> None:
-    _check_function(function, dialect)
-    names = _function_names(function)
-    if not isinstance(function, _TABLE_FUNCTION_TYPES) and not _TABLE_FUNCTIONS.intersection(names):
-        allowed = ", ".join(sorted(_TABLE_FUNCTIONS))
+def _check_table_function(function: exp.Func, engine: Engine) -> None:
+    _check_function(function, engine)
+    # The guard does not know the role: the policy refuses what a restricted role may not call.
+    if not sql_functions.table_function_allowed(function, restricted=False):
+        allowed = ", ".join(sql_functions.table_function_names(restricted=False))
         raise RejectedSQL(
-            f"The table function `{names[0]}()` is not allowed in FROM: only {allowed} are.",
+            f"The table function `{sql_functions.names(function)[0]}()` is not allowed in FROM: only {allowed} are.",
             hint=_HINT_TABLE,
         )
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from sophrosyne.bench.datasets import DATASETS, Dataset, load_custom, load_dataset
-from sophrosyne.bench.directives_bench import SYSTEMS, plot_curve, report, run_directives_bench, write_json
-from sophrosyne.directives import DirectiveSettings
 from sophrosyne.terminal import console, progress_bar, reported
+
+if TYPE_CHECKING:
+    from sophrosyne.bench.datasets import Dataset
 
 bench_app = typer.Typer(
     name="bench",
@@ -27,9 +27,11 @@ METRICS = (
     "table_recall",
     "prune_rate",
     "flagged_per_question",
+    "abstain_rate",
     "latency_ms_p50",
     "latency_ms_p95",
 )
+BESIDE = ("questions", "safe_rate", "table_recall", "prune_rate", "flagged_per_question", "abstain_rate")
 
 
 @bench_app.callback()
@@ -43,10 +45,11 @@ def bench() -> None:
 @bench_app.command("directives")
 def directives_command(
     dataset: Annotated[
-        str | None, typer.Option(help=f"Shared dataset: {' or '.join(DATASETS)}.", show_default=False)
+        str | None, typer.Option(help="Shared dataset: bird-dev or spider-dev.", show_default=False)
     ] = None,
     questions: Annotated[
-        Path | None, typer.Option(help="Custom questions: JSON or JSONL with question, evidence, SQL, db_id.")
+        Path | None,
+        typer.Option(help="Custom questions: JSON or JSONL with question, knowledge (or evidence), SQL, db_id."),
     ] = None,
     tables: Annotated[Path | None, typer.Option(help="Schemas for --questions (Spider/BIRD tables.json).")] = None,
     descriptions: Annotated[
@@ -56,29 +59,50 @@ def directives_command(
         Path | None, typer.Option(help="Folder of <db>/<db>.sqlite files, for value grounding.")
     ] = None,
     split: Annotated[
-        str, typer.Option(help="tune (alphabetically first 6 databases), holdout (the rest) or all.")
+        str,
+        typer.Option(
+            help="tune (the databases the model was fitted on), holdout (the rest) or all; "
+            "only for a dataset the model was tuned on."
+        ),
     ] = "all",
     threshold: Annotated[
-        float | None, typer.Option(help="Flag tables whose probability of being needed is below this.")
+        float | None,
+        typer.Option(help="Flag tables whose probability of being needed is below this (questions with knowledge)."),
     ] = None,
+    question_threshold: Annotated[float | None, typer.Option(help="The same, for questions without knowledge.")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.", min=1)] = None,
+    llm_base_url: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible endpoint (…/v1) of a model that infers column names, run beside."),
+    ] = None,
+    llm_model: Annotated[str | None, typer.Option(help="Model name for --llm-base-url.")] = None,
+    llm_api_key: Annotated[
+        str | None,
+        typer.Option(help="API key for --llm-base-url.", envvar="SOPHROSYNE_LLM_API_KEY", show_default=False),
+    ] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw the safe-rate vs prune-rate curve to this PNG.")] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
 ) -> None:
     """Directives on every question: none, directives, oracle and the paper's method, in one run.
 
+    The headline is the held-out part when the model was tuned on some databases of the dataset.
+
     Example: sophrosyne bench directives --dataset bird-dev --json bench-out/bird.json --plot bench-out/bird.png
     """
-    if split not in ("tune", "holdout", "all"):
-        raise typer.BadParameter("--split is tune, holdout or all.")
+    from sophrosyne.bench.directives_bench import ModelEndpoint, run_directives_bench
+    from sophrosyne.bench.directives_report import plot_curve, report, write_json
+    from sophrosyne.directives import DirectiveSettings
+
+    if bool(llm_base_url) != bool(llm_model):
+        raise typer.BadParameter("--llm-base-url and --llm-model go together.")
     with reported():
         data = _load(dataset, questions, tables, descriptions, databases)
-        settings = DirectiveSettings() if threshold is None else DirectiveSettings(threshold=threshold)
+        settings = DirectiveSettings(threshold=threshold, question_threshold=question_threshold)
+        llm = ModelEndpoint(llm_base_url, llm_model, llm_api_key) if llm_base_url and llm_model else None
         with progress_bar(not quiet) as tick:
-            run = run_directives_bench(data, settings=settings, split=split, tick=tick, limit=limit)
+            run = run_directives_bench(data, settings=settings, split=split, tick=tick, limit=limit, llm=llm)
         result = report(run)
-        result["settings"] = {"threshold": settings.threshold, "split": split}
         print_report(result)
         if json_path:
             write_json(result, json_path)
@@ -95,6 +119,8 @@ def _load(
     descriptions: Path | None,
     databases: Path | None,
 ) -> Dataset:
+    from sophrosyne.bench.datasets import load_custom, load_dataset
+
     if dataset and questions:
         raise typer.BadParameter("give --dataset or --questions, not both.")
     if dataset:
@@ -104,13 +130,28 @@ def _load(
     raise typer.BadParameter("give --dataset bird-dev|spider-dev, or --questions FILE with --tables FILE.")
 
 
-def _table(title: str, rows: dict[str, dict[str, Any]], first: str) -> RichTable:
+def _table(title: str, rows: dict[str, dict[str, Any]], first: str, metrics: tuple[str, ...] = METRICS) -> RichTable:
     table = RichTable(title=title, title_justify="left", header_style="bold")
     table.add_column(first)
-    for metric in METRICS:
+    for metric in metrics:
         table.add_column(metric.replace("_", " "), justify="right")
     for name, values in rows.items():
-        table.add_row(escape(name), *(_cell(values.get(m)) for m in METRICS))
+        table.add_row(escape(name), *(_cell(values.get(m)) for m in metrics))
+    return table
+
+
+def _beside(title: str, first: str, rows: dict[str, dict[str, dict[str, Any]]]) -> RichTable:
+    """Each key's figures in every part, one row per part, the headline part first."""
+    from sophrosyne.bench.directives_report import PART_NAMES
+
+    table = RichTable(title=title, title_justify="left", header_style="bold")
+    table.add_column(first)
+    table.add_column("part")
+    for metric in BESIDE:
+        table.add_column(metric.replace("_", " "), justify="right")
+    for name, by_part in rows.items():
+        for i, (part, values) in enumerate(by_part.items()):
+            table.add_row(escape(name) if i == 0 else "", PART_NAMES[part], *(_cell(values.get(m)) for m in BESIDE))
     return table
 
 
@@ -121,41 +162,61 @@ def _cell(value: Any) -> str:
 
 
 def print_report(result: dict[str, Any]) -> None:
-    summary = result["summary"]
+    """The headline part first (held-out when the model was tuned on this dataset), the other parts beside."""
+    from sophrosyne.bench.directives_report import PART_LABELS, PART_NAMES
+
+    headline, parts, summary = result["headline"], result["parts"], result["summary"]
+    systems = list(result["systems"])
     console.print(
         _table(
-            f"Directives on {result['dataset']} (index build {summary['index_build_s']:.2f} s, "
-            f"values {summary['value_index_build_s']:.2f} s)",
-            {s: summary[s] for s in SYSTEMS},
+            f"Directives on {result['dataset']}, {PART_LABELS[headline]}: {summary.get('questions', 0)} questions "
+            f"(index build {summary.get('index_build_s', 0.0):.2f} s, "
+            f"values {summary.get('value_index_build_s', 0.0):.2f} s)",
+            {s: summary[s] for s in systems},
             "system",
         )
     )
-    splits = {f"{name} {s}": result["splits"][name][s] for name in ("tune", "holdout") for s in ("directives", "paper")}
-    if any(v.get("questions") for v in splits.values()):
+    for system, label in result["systems"].items():
+        console.print(f"[dim]  {escape(system)}: {escape(label)}[/]")
+    tuning = result["tuning"]
+    names = list(parts)
+    if tuning is not None:
         console.print(
-            _table(
-                f"Tune {', '.join(result['tune_databases'])} | holdout {', '.join(result['holdout_databases'])}",
-                splits,
-                "split",
-            )
+            f"[dim]The model was tuned on {', '.join(tuning['databases'])}; held out: "
+            f"{', '.join(tuning['holdout_databases'])}.[/]"
         )
-    console.print(
-        _table(
-            "Per database (directives)", {db: v["directives"] for db, v in result["per_database"].items()}, "database"
-        )
+    if len(names) > 1:
+        shown = [s for s in systems if s not in ("none", "oracle")]  # the same in every part: 0 and 1
+        rows = {s: {p: parts[p]["summary"][s] for p in names} for s in shown}
+        console.print(_beside("Each part beside the headline", "system", rows))
+    part_of = {}
+    if tuning is not None:
+        part_of = {db: PART_NAMES["tune"] for db in tuning["databases"]}
+        part_of |= {db: PART_NAMES["holdout"] for db in tuning["holdout_databases"]}
+    per_database = {
+        f"{db} ({part_of[db]})" if db in part_of else db: v["directives"] for db, v in result["per_database"].items()
+    }
+    console.print(_table("Per database (directives)", per_database, "database"))
+    title = f"Per difficulty (directives), {PART_LABELS[headline]}"
+    console.print(_table(title, {d: v["directives"] for d, v in result["per_difficulty"].items()}, "difficulty"))
+    if len(names) > 1:
+        difficulties = sorted({d for p in names for d in parts[p]["per_difficulty"]})
+        rows = {
+            d: {p: parts[p]["per_difficulty"][d]["directives"] for p in names if d in parts[p]["per_difficulty"]}
+            for d in difficulties
+        }
+        console.print(_beside("Per difficulty (directives), each part", "difficulty", rows))
+    curve = RichTable(
+        title="Curve over the threshold (both thresholds set to it)", title_justify="left", header_style="bold"
     )
-    console.print(
-        _table(
-            "Per difficulty (directives)",
-            {d: v["directives"] for d, v in result["per_difficulty"].items()},
-            "difficulty",
-        )
-    )
-    curve = RichTable(title="Curve over the threshold", title_justify="left", header_style="bold")
-    for column in ("threshold", "safe_rate", "prune_rate"):
-        curve.add_column(column.replace("_", " "), justify="right")
-    for point in result["curve"]:
-        curve.add_row(*(_cell(point[c]) for c in ("threshold", "safe_rate", "prune_rate")))
+    curve.add_column("threshold", justify="right")
+    for part in names:
+        for column in ("safe_rate", "prune_rate"):
+            prefix = f"{PART_NAMES[part]} " if len(names) > 1 else ""
+            curve.add_column(prefix + column.replace("_", " "), justify="right")
+    for i, point in enumerate(result["curve"]):
+        cells = [_cell(parts[p]["curve"][i][c]) for p in names for c in ("safe_rate", "prune_rate")]
+        curve.add_row(_cell(point["threshold"]), *cells)
     console.print(curve)
     if result["skipped"]:
         console.print(f"[yellow]{len(result['skipped'])} question(s) skipped: gold SQL does not parse.[/]")

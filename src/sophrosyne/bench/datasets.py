@@ -20,7 +20,7 @@ class Question:
     id: str
     db_id: str
     question: str
-    evidence: str
+    knowledge: str  # BIRD calls it evidence
     sql: str
     difficulty: str = "unknown"
 
@@ -81,7 +81,8 @@ def load_catalogs(tables_json: Path, db_ids: Iterable[str] | None = None) -> dic
 
 
 def load_questions(path: Path) -> list[Question]:
-    """Questions from a JSON list or JSONL file with `question`, `evidence`, `SQL` (or `query`), `db_id`."""
+    """Questions from a JSON list or JSONL file with `question`, `knowledge` (BIRD's `evidence`), `SQL` (or `query`),
+    `db_id`."""
     text = Path(path).read_text()
     try:
         rows = (
@@ -96,7 +97,7 @@ def load_questions(path: Path) -> list[Question]:
             id=str(row.get("question_id", i)),
             db_id=row["db_id"],
             question=row["question"],
-            evidence=row.get("evidence", "") or "",
+            knowledge=row.get("knowledge") or row.get("evidence") or "",
             sql=row.get("SQL") or row.get("query") or "",
             difficulty=row.get("difficulty", "unknown"),
         )

@@ -1,38 +1,51 @@
-"""The directives benchmark: none / directives / oracle / paper on every question, in one run."""
+"""The directives benchmark: none, directives, oracle and the paper's method on every question, in one run."""
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from sophrosyne.bench.baselines import PAPER_LLM_TOP1, PAPER_RULES_TOP1, paper_llm_top1, paper_rules_top1
 from sophrosyne.bench.datasets import Dataset, Question
 from sophrosyne.catalog import Catalog
 from sophrosyne.directives import (
+    DirectiveModel,
     DirectiveSettings,
+    LLMColumnInference,
     decide_directives,
     gold_tables,
-    paper_directives,
     score_tables,
 )
+from sophrosyne.directives.knowledge import with_inferred_columns
+from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.values import ValueBudget, ValueIndex
 
-SYSTEMS = ("none", "directives", "oracle", "paper")
-TUNE_DATABASES = 6
+SYSTEMS = ("none", "directives", "oracle", PAPER_RULES_TOP1)
+LLM_SYSTEMS = ("directives_llm", PAPER_LLM_TOP1)  # run only with a model for column inference
+SPLITS = ("all", "tune", "holdout")
 CURVE_THRESHOLDS = (0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.13, 0.14, 0.15, 0.16, 0.18, 0.2, 0.25, 0.3)
 Tick = Callable[[str, int, int], None]
 
 
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """An OpenAI-compatible endpoint whose model infers column names (the paper's inexpensive LLM)."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+
+    def used(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "model": self.model, "api_key": "set" if self.api_key else None}
+
+
 @dataclass
 class Outcome:
-    """One question under one system."""
+    """One question under one system; for `directives`, also what it flags at each threshold of the curve."""
 
     question: Question
     system: str
@@ -41,24 +54,32 @@ class Outcome:
     flagged: set[str]
     latency_ms: float = 0.0
     abstained: bool = False
+    swept: dict[float, set[str]] = field(default_factory=dict)
 
 
 @dataclass
 class BenchRun:
+    """Every outcome of one run, with the options it used and the tuning split of its dataset (if any)."""
+
     dataset: str
+    systems: tuple[str, ...] = SYSTEMS
     outcomes: list[Outcome] = field(default_factory=list)
     index_build_s: float = 0.0
     value_index_build_s: float = 0.0
     skipped: list[dict[str, str]] = field(default_factory=list)
-    curve: list[dict[str, float]] = field(default_factory=list)
-    tune_databases: list[str] = field(default_factory=list)
-    holdout_databases: list[str] = field(default_factory=list)
+    tuning: tuple[list[str], list[str]] | None = None  # (databases the model was tuned on, the held-out rest)
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
-def split_databases(db_ids: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Tuning databases: the alphabetically first six; the rest are held out."""
-    ordered = sorted(set(db_ids))
-    return ordered[:TUNE_DATABASES], ordered[TUNE_DATABASES:]
+def tuning_split(dataset: Dataset, model: DirectiveModel) -> tuple[list[str], list[str]] | None:
+    """The databases of `dataset` the model was tuned on and the held-out rest; None if it never saw this
+    dataset (its origin in model.json names the dataset and databases it was fitted on)."""
+    if model.origin.get("dataset") != dataset.name:
+        return None
+    tuned = set(model.origin.get("tuning_databases", ())) & set(dataset.catalogs)
+    if not tuned:
+        return None
+    return sorted(tuned), sorted(set(dataset.catalogs) - tuned)
 
 
 def build_indexes(
@@ -80,6 +101,24 @@ def build_indexes(
     return indexes, value_indexes, index_s, time.perf_counter() - started
 
 
+def select_questions(
+    dataset: Dataset, split: str, tuning: tuple[list[str], list[str]] | None, limit: int | None
+) -> list[Question]:
+    """The questions of a split (`tune`, `holdout` or `all`), the first `limit` of them."""
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r}.", hint="Use all, tune or holdout.")
+    if split != "all" and tuning is None:
+        raise ConfigError(
+            f"the directive model was never tuned on {dataset.name}, so it has no {split} split.",
+            hint="Use --split all: every question of this dataset is held out.",
+        )
+    questions = dataset.questions
+    if tuning is not None and split != "all":
+        databases = set(tuning[0] if split == "tune" else tuning[1])
+        questions = [q for q in questions if q.db_id in databases]
+    return questions[:limit] if limit is not None else questions
+
+
 def run_directives_bench(
     dataset: Dataset,
     settings: DirectiveSettings | None = None,
@@ -88,20 +127,25 @@ def run_directives_bench(
     tick: Tick | None = None,
     limit: int | None = None,
     knowledge: bool = True,
+    llm: ModelEndpoint | None = None,
 ) -> BenchRun:
+    """Every system on every selected question; `run.settings` records each option as this run used it."""
     settings = settings or DirectiveSettings()
     embedder = embedder or default_embedder()
-    tune, holdout = split_databases(dataset.catalogs)
-    questions = dataset.questions
-    if split == "tune":
-        questions = [q for q in questions if q.db_id in tune]
-    elif split == "holdout":
-        questions = [q for q in questions if q.db_id in holdout]
-    if limit is not None:
-        questions = questions[:limit]
+    tuning = tuning_split(dataset, settings.model)
+    questions = select_questions(dataset, split, tuning, limit)
     if not knowledge:
-        questions = [replace(q, evidence="") for q in questions]
-    run = BenchRun(dataset.name, tune_databases=tune, holdout_databases=holdout)
+        questions = [replace(q, knowledge="") for q in questions]
+    run = BenchRun(dataset.name, systems=SYSTEMS + (LLM_SYSTEMS if llm else ()), tuning=tuning)
+    run.settings = {
+        "dataset": dataset.name,
+        "split": split,
+        "limit": limit,
+        "knowledge": knowledge,
+        "embedder": embedder.name,
+        **settings.used(),
+        "llm": llm.used() if llm else None,
+    }
     used = {q.db_id for q in questions}
     subset = Dataset(
         dataset.name,
@@ -110,7 +154,7 @@ def run_directives_bench(
         {k: v for k, v in dataset.database_files.items() if k in used},
     )
     indexes, values, run.index_build_s, run.value_index_build_s = build_indexes(subset, embedder, tick)
-    sweep: dict[float, list[tuple[set[str], set[str], int]]] = {t: [] for t in CURVE_THRESHOLDS}
+    inference = LLMColumnInference(llm.base_url, llm.model, api_key=llm.api_key) if llm else None
     for n, q in enumerate(questions):
         catalog: Catalog = subset.catalogs[q.db_id]
         tables = list(catalog.tables)
@@ -124,126 +168,52 @@ def run_directives_bench(
         run.outcomes.append(Outcome(q, "oracle", gold, tables, set(tables) - gold))
         index, value_index = indexes[q.db_id], values.get(q.db_id)
         started = time.perf_counter()
-        scored = score_tables(q.question, q.evidence, catalog, index, value_index, settings)
+        scored = score_tables(q.question, q.knowledge, catalog, index, value_index, settings)
         directives = decide_directives(scored, settings)
         latency = (time.perf_counter() - started) * 1000
+        swept = {
+            t: set(decide_directives(scored, replace(settings, threshold=t, question_threshold=t)).flagged)
+            for t in CURVE_THRESHOLDS
+        }
         run.outcomes.append(
-            Outcome(q, "directives", gold, tables, set(directives.flagged), latency, directives.abstained)
+            Outcome(q, "directives", gold, tables, set(directives.flagged), latency, directives.abstained, swept)
         )
         started = time.perf_counter()
-        paper = paper_directives(q.question, q.evidence, catalog, index)
+        paper = paper_rules_top1(q.question, q.knowledge, catalog, index)
         latency = (time.perf_counter() - started) * 1000
-        run.outcomes.append(Outcome(q, "paper", gold, tables, set(paper.flagged), latency))
-        for threshold in CURVE_THRESHOLDS:
-            swept = decide_directives(scored, _with_threshold(settings, threshold))
-            sweep[threshold].append((gold, set(swept.flagged), len(tables)))
+        run.outcomes.append(Outcome(q, PAPER_RULES_TOP1, gold, tables, set(paper.flagged), latency))
+        if inference is not None:
+            run.outcomes += _with_model(inference, q, gold, catalog, index, value_index, settings)
         if tick:
             tick("questions", n + 1, len(questions))
-    for threshold, rows in sweep.items():
-        run.curve.append({"threshold": threshold, **_rates(rows)})
     return run
 
 
-def _with_threshold(settings: DirectiveSettings, threshold: float) -> DirectiveSettings:
-    return replace(settings, threshold=threshold, question_threshold=threshold)
-
-
-def _rates(rows: list[tuple[set[str], set[str], int]]) -> dict[str, float]:
-    safe = sum(1 for gold, flagged, _ in rows if not gold & flagged)
-    non_gold = sum(n - len(gold) for gold, _, n in rows)
-    pruned = sum(len(flagged - gold) for gold, flagged, _ in rows)
-    return {
-        "safe_rate": round(safe / len(rows), 4) if rows else 0.0,
-        "prune_rate": round(pruned / non_gold, 4) if non_gold else 0.0,
-    }
-
-
-def summarize(outcomes: list[Outcome], index_build_s: float = 0.0) -> dict[str, Any]:
-    """Metrics of one system's outcomes."""
-    if not outcomes:
-        return {"questions": 0}
-    gold_total = sum(len(o.gold) for o in outcomes)
-    kept_gold = sum(len(o.gold - o.flagged) for o in outcomes)
-    rates = _rates([(o.gold, o.flagged, len(o.tables)) for o in outcomes])
-    latencies = np.array([o.latency_ms for o in outcomes])
-    return {
-        "questions": len(outcomes),
-        "safe_rate": rates["safe_rate"],
-        "table_recall": round(kept_gold / gold_total, 4) if gold_total else 1.0,
-        "prune_rate": rates["prune_rate"],
-        "flagged_per_question": round(sum(len(o.flagged) for o in outcomes) / len(outcomes), 3),
-        "abstain_rate": round(sum(o.abstained for o in outcomes) / len(outcomes), 4),
-        "latency_ms_p50": round(float(np.percentile(latencies, 50)), 3),
-        "latency_ms_p95": round(float(np.percentile(latencies, 95)), 3),
-        "index_build_s": round(index_build_s, 3),
-    }
-
-
-def report(run: BenchRun) -> dict[str, Any]:
-    """The JSON report: `summary` (directives plus each baseline), per split, database and difficulty, curve."""
-    by_system = {s: [o for o in run.outcomes if o.system == s] for s in SYSTEMS}
-    summary = summarize(by_system["directives"], run.index_build_s)
-    summary["value_index_build_s"] = round(run.value_index_build_s, 3)
-    summary["baselines"] = {s: summarize(by_system[s], run.index_build_s) for s in SYSTEMS if s != "directives"}
-    for s in SYSTEMS:
-        summary[s] = summarize(by_system[s], run.index_build_s)
-
-    def grouped(key: Callable[[Outcome], str]) -> dict[str, dict[str, Any]]:
-        groups: dict[str, dict[str, list[Outcome]]] = {}
-        for o in run.outcomes:
-            groups.setdefault(key(o), {}).setdefault(o.system, []).append(o)
-        return {g: {s: summarize(v) for s, v in sorted(systems.items())} for g, systems in sorted(groups.items())}
-
-    splits = {
-        "tune": {s: summarize([o for o in v if o.question.db_id in run.tune_databases]) for s, v in by_system.items()},
-        "holdout": {
-            s: summarize([o for o in v if o.question.db_id in run.holdout_databases]) for s, v in by_system.items()
-        },
-    }
-    return {
-        "dataset": run.dataset,
-        "summary": summary,
-        "splits": splits,
-        "tune_databases": run.tune_databases,
-        "holdout_databases": run.holdout_databases,
-        "per_database": grouped(lambda o: o.question.db_id),
-        "per_difficulty": grouped(lambda o: o.question.difficulty),
-        "curve": run.curve,
-        "skipped": run.skipped,
-    }
-
-
-def write_json(data: dict[str, Any], path: Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(data, indent=2))
-
-
-def plot_curve(data: dict[str, Any], path: Path) -> None:
-    """Safe rate against prune rate over the threshold, baselines marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6, 4.5))
-    curve = data["curve"]
-    axes.plot([p["prune_rate"] for p in curve], [p["safe_rate"] for p in curve], "o-", label="directives (threshold)")
-    for i, point in enumerate(curve):
-        if i % 2 == 0:  # every other label, so that they do not overlap
-            xy = (point["prune_rate"], point["safe_rate"])
-            axes.annotate(f"{point['threshold']:.2f}", xy, xytext=(0, -12), textcoords="offset points", fontsize=7)
-    markers = {"none": "s", "oracle": "*", "paper": "^"}
-    for system, marker in markers.items():
-        s = data["summary"][system]
-        axes.plot([s["prune_rate"]], [s["safe_rate"]], marker, markersize=10, label=system)
-    chosen = data["summary"]["directives"]
-    axes.plot([chosen["prune_rate"]], [chosen["safe_rate"]], "D", markersize=9, label="directives (default)")
-    axes.set_xlabel("prune rate (flagged non-gold / non-gold tables)")
-    axes.set_ylabel("safe rate (questions with no gold table flagged)")
-    axes.set_title(f"Directives on {data['dataset']}")
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8, loc="lower left")
-    figure.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+def _with_model(
+    inference: LLMColumnInference,
+    q: Question,
+    gold: set[str],
+    catalog: Catalog,
+    index: SchemaIndex,
+    value_index: ValueIndex | None,
+    settings: DirectiveSettings,
+) -> list[Outcome]:
+    """Directives with the model's column names as anchors, and the paper's top-1 over the same names; the
+    model call counts in the latency of both."""
+    tables = list(catalog.tables)
+    started = time.perf_counter()
+    names = inference.infer(q.question, q.knowledge, catalog)
+    call_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    scored = score_tables(q.question, with_inferred_columns(q.knowledge, names), catalog, index, value_index, settings)
+    directives = decide_directives(scored, settings)
+    directives_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    paper = paper_llm_top1(q.question, names, catalog, index)
+    paper_ms = (time.perf_counter() - started) * 1000
+    return [
+        Outcome(
+            q, "directives_llm", gold, tables, set(directives.flagged), call_ms + directives_ms, directives.abstained
+        ),
+        Outcome(q, PAPER_LLM_TOP1, gold, tables, set(paper.flagged), call_ms + paper_ms),
+    ]

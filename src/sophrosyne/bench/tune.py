@@ -1,4 +1,4 @@
-"""Fit the directive model on the tuning databases only: logistic-regression weights and thresholds.
+"""Fit the directive model on the tuning databases only, and write it with its origin to directives/model.json.
 
 Example: python -m sophrosyne.bench.tune --dataset bird-dev
 """
@@ -6,56 +6,77 @@ Example: python -m sophrosyne.bench.tune --dataset bird-dev
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+import json
+import subprocess
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from sophrosyne.bench.datasets import load_dataset
-from sophrosyne.bench.directives_bench import build_indexes, split_databases
+import sophrosyne.directives
+from sophrosyne.bench.datasets import Dataset, load_dataset
+from sophrosyne.bench.directives_bench import build_indexes
 from sophrosyne.directives import (
     FEATURES,
+    DirectiveModel,
     DirectiveSettings,
+    Fit,
     TableScores,
     decide_directives,
     gold_tables,
     score_tables,
 )
+from sophrosyne.directives.model import MODEL_FILE, probability, sigmoid
 from sophrosyne.index.embedders import Embedder, default_embedder
 
 Scored = list[tuple[set[str], TableScores]]
+MODEL_PATH = Path(sophrosyne.directives.__file__).parent / MODEL_FILE
+TUNE_DATABASES = 6  # the alphabetically first six: a fixed rule, so that nobody picks the easy databases
 THRESHOLDS = tuple(round(t, 3) for t in np.arange(0.05, 0.40, 0.005))
+POSITIVE_WEIGHT = 3.0  # a needed table counts three times: flagging one costs more than keeping a useless one
+L2 = 1e-3
+TARGET = 0.975  # the safe rate each threshold must keep on the tuning questions
+
+
+def split_databases(db_ids: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Tuning databases: the alphabetically first six; the rest are held out."""
+    ordered = sorted(set(db_ids))
+    return ordered[:TUNE_DATABASES], ordered[TUNE_DATABASES:]
 
 
 def score_split(
-    dataset_name: str, split: str = "tune", drop_knowledge: bool = False, embedder: Embedder | None = None
+    dataset: Dataset, databases: Iterable[str], drop_knowledge: bool = False, embedder: Embedder | None = None
 ) -> Scored:
-    """Gold tables and table features of every question of a split.
+    """Gold tables and table features of every question on some databases.
 
     Without `drop_knowledge`, only the questions that come with knowledge (the others go to the model
     without knowledge). With it, every question, the knowledge appended: the model for questions without
     knowledge learns from questions that carry their knowledge in their own words."""
-    dataset = load_dataset(dataset_name)
-    tune, holdout = split_databases(dataset.catalogs)
-    keep = set(tune if split == "tune" else holdout if split == "holdout" else dataset.catalogs)
-    dataset.questions = [q for q in dataset.questions if q.db_id in keep]
-    dataset.catalogs = {k: v for k, v in dataset.catalogs.items() if k in keep}
-    dataset.database_files = {k: v for k, v in dataset.database_files.items() if k in keep}
-    indexes, values, _, _ = build_indexes(dataset, embedder or default_embedder())
+    keep = set(databases)
+    subset = Dataset(
+        dataset.name,
+        [q for q in dataset.questions if q.db_id in keep],
+        {k: v for k, v in dataset.catalogs.items() if k in keep},
+        {k: v for k, v in dataset.database_files.items() if k in keep},
+    )
+    indexes, values, _, _ = build_indexes(subset, embedder or default_embedder())
     settings = DirectiveSettings(min_tables=0)
     scored: Scored = []
-    for q in dataset.questions:
-        if not drop_knowledge and not q.evidence.strip():
+    for q in subset.questions:
+        if not drop_knowledge and not q.knowledge.strip():
             continue
-        catalog = dataset.catalogs[q.db_id]
+        catalog = subset.catalogs[q.db_id]
         try:
             gold = gold_tables(q.sql, catalog)
         except Exception:
             continue
-        question = f"{q.question} {q.evidence}" if drop_knowledge else q.question
-        evidence = "" if drop_knowledge else q.evidence
+        question = f"{q.question} {q.knowledge}" if drop_knowledge else q.question
+        knowledge = "" if drop_knowledge else q.knowledge
         scored.append(
-            (gold, score_tables(question, evidence, catalog, indexes[q.db_id], values.get(q.db_id), settings))
+            (gold, score_tables(question, knowledge, catalog, indexes[q.db_id], values.get(q.db_id), settings))
         )
     return scored
 
@@ -68,7 +89,7 @@ def features(scored: Scored) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.fl
 
 
 def fit(
-    x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], positive_weight: float = 3.0, l2: float = 1e-3
+    x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], positive_weight: float = POSITIVE_WEIGHT, l2: float = L2
 ) -> npt.NDArray[np.float64]:
     """Weights (bias last) of a class-weighted, L2-regularised logistic regression, by Newton steps."""
     xb = np.hstack([x, np.ones((len(x), 1))])
@@ -77,7 +98,7 @@ def fit(
     sample /= sample.sum()
     ridge = l2 * np.diag(np.r_[np.ones(x.shape[1]), 0.0])
     for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(xb @ w)))
+        p = sigmoid(xb @ w)
         grad = xb.T @ ((p - y) * sample) + ridge @ w
         hessian = (xb * (sample * p * (1 - p))[:, None]).T @ xb + ridge
         step = np.linalg.solve(hessian + 1e-9 * np.eye(len(w)), grad)
@@ -87,16 +108,16 @@ def fit(
     return w
 
 
-def as_weights(w: npt.NDArray[np.float64]) -> tuple[tuple[str, float], ...]:
-    return (("bias", round(float(w[-1]), 3)), *((f, round(float(v), 3)) for f, v in zip(FEATURES, w[:-1], strict=True)))
+def as_weights(w: npt.NDArray[np.float64]) -> dict[str, float]:
+    """Named weights, bias first, to three decimals (+ 0.0 turns a rounded -0.0 into 0.0)."""
+    named = {"bias": float(w[-1]), **{f: float(v) for f, v in zip(FEATURES, w[:-1], strict=True)}}
+    return {name: round(value, 3) + 0.0 for name, value in named.items()}
 
 
-def rescore(scored: Scored, weights: tuple[tuple[str, float], ...]) -> None:
-    table = dict(weights)
+def rescore(scored: Scored, weights: dict[str, float]) -> None:
     for _, s in scored:
         for entry in s.board.values():
-            logit = table.get("bias", 0.0) + sum(table.get(f, 0.0) * v for f, v in entry.features.items())
-            entry.score = float(1.0 / (1.0 + np.exp(-logit)))
+            entry.score = probability(entry.features, weights)
 
 
 def safe_rate(scored: Scored, threshold: float) -> float:
@@ -112,36 +133,80 @@ def pick_threshold(scored: Scored, target: float) -> float:
 
 
 def tune(
-    dataset: str = "bird-dev", positive_weight: float = 3.0, target: float = 0.975, embedder: Embedder | None = None
-) -> DirectiveSettings:
-    """Settings fitted on the tuning split: weights and threshold with knowledge, and without."""
-    fitted: dict[str, object] = {}
-    for key, drop in (("weights", False), ("question_weights", True)):
-        scored = score_split(dataset, "tune", drop_knowledge=drop, embedder=embedder)
+    dataset_name: str = "bird-dev",
+    positive_weight: float = POSITIVE_WEIGHT,
+    target: float = TARGET,
+    embedder: Embedder | None = None,
+) -> DirectiveModel:
+    """The model fitted on the tuning databases: weights and threshold with knowledge, and without."""
+    embedder = embedder or default_embedder()
+    dataset = load_dataset(dataset_name)
+    tuning, _ = split_databases(dataset.catalogs)
+    fits: dict[str, Fit] = {}
+    counts: dict[str, int] = {}
+    for key, drop in (("with_knowledge", False), ("without_knowledge", True)):
+        scored = score_split(dataset, tuning, drop_knowledge=drop, embedder=embedder)
         w = fit(*features(scored), positive_weight)
         # No tuning database ships its data, so the value-index feature cannot be fitted: it takes at least
         # the weight of the same literal found through the value descriptions.
         w[FEATURES.index("value_mention")] = max(w[FEATURES.index("value")], 1.0)
         weights = as_weights(w)
         rescore(scored, weights)
-        fitted[key] = weights
-        fitted["threshold" if key == "weights" else "question_threshold"] = pick_threshold(scored, target)
-    return replace(DirectiveSettings(), **fitted)  # type: ignore[arg-type]
+        fits[key] = Fit(weights, pick_threshold(scored, target))
+        counts[key] = len(scored)
+    origin = {
+        "written_by": f"python -m sophrosyne.bench.tune --dataset {dataset_name}",
+        "dataset": dataset_name,
+        "tuning_databases": tuning,
+        "target": f"the largest threshold keeping a safe rate of at least {target} on the tuning questions",
+        "target_safe_rate": target,
+        "thresholds_searched": [THRESHOLDS[0], THRESHOLDS[-1], 0.005],
+        "positive_weight": positive_weight,
+        "l2": L2,
+        "embedder": embedder.name,
+        "questions": counts,
+        "without_knowledge": "the same questions with their knowledge appended to the question text",
+        "not_fitted": "value_mention takes max(value, 1.0): no tuning database ships its data",
+        **_commit(),
+        "date": datetime.now(UTC).date().isoformat(),
+    }
+    return DirectiveModel(fits["with_knowledge"], fits["without_knowledge"], FEATURES, origin)
+
+
+def _commit() -> dict[str, Any]:
+    """The commit the tuning ran on, and whether the sources had uncommitted changes (model.json aside)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--", ".", f":!directives/{MODEL_FILE}"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": "unknown", "uncommitted_changes": None}
+    return {"commit": head.stdout.strip(), "uncommitted_changes": bool(status.stdout.strip())}
+
+
+def write_model(model: DirectiveModel, path: Path) -> None:
+    Path(path).write_text(json.dumps(model.to_json(), indent=2) + "\n", encoding="utf-8")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--dataset", default="bird-dev")
-    parser.add_argument("--positive-weight", type=float, default=3.0)
-    parser.add_argument("--target", type=float, default=0.975, help="Safe rate the thresholds must keep on tune.")
+    parser.add_argument("--positive-weight", type=float, default=POSITIVE_WEIGHT)
+    parser.add_argument("--target", type=float, default=TARGET, help="Safe rate the thresholds must keep on tune.")
+    parser.add_argument("--out", type=Path, default=MODEL_PATH, help="Where to write the model (default: shipped).")
     args = parser.parse_args()
-    settings = tune(args.dataset, args.positive_weight, args.target)
-    print(f"threshold = {settings.threshold}, question_threshold = {settings.question_threshold}")
-    for name, weights in (("DEFAULT_WEIGHTS", settings.weights), ("QUESTION_WEIGHTS", settings.question_weights)):
-        print(f"{name}: tuple[tuple[str, float], ...] = (")
-        for feature, value in weights:
-            print(f'    ("{feature}", {value:.3f}),')
-        print(")")
+    model = tune(args.dataset, args.positive_weight, args.target)
+    write_model(model, args.out)
+    print(
+        f"threshold = {model.with_knowledge.threshold}, question_threshold = {model.without_knowledge.threshold}; "
+        f"wrote {args.out}"
+    )
 
 
 if __name__ == "__main__":

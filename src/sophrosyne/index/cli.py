@@ -56,7 +56,7 @@ def index_command(
             if values:
                 tick("values", 0, 1)
                 value_index = load_or_build_values(
-                    catalog, settings.cache_dir, database.engine, ValueBudget(seconds=value_seconds)
+                    catalog, settings.cache_dir, database, ValueBudget(seconds=value_seconds)
                 )
                 value_count = len(value_index)
                 tick("values", 1, 1)

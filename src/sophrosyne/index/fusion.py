@@ -1,19 +1,57 @@
-"""Reciprocal rank fusion of several rankings."""
+"""Reciprocal rank fusion: each ranking adds 1 / (k + rank) to its items, for one query or many at once."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 K = TypeVar("K", bound=Hashable)
+Ranking = npt.NDArray[np.int64]
+"""Item ids of each query's ranking (rows: queries), best first; -1 where a ranking has no item at that rank."""
 
+# The constant of the RRF paper (Cormack, Clarke and Büttcher, 2009): deep rankings of many columns, where the
+# top few ranks should not drown the agreement of the two retrievers. Directives use their own, smaller k.
 RRF_K = 60
 
 
-def reciprocal_rank_fusion(rankings: Iterable[Sequence[K]], k: int = RRF_K) -> list[tuple[K, float]]:
-    """Items by fused score sum(1 / (k + rank)), rank starting at 1; ties keep first-seen order."""
-    scores: dict[K, float] = {}
+def top_ranked(scores: npt.NDArray[np.floating[Any]], depth: int, positive_only: bool = False) -> Ranking:
+    """Each row's `depth` best-scoring items, best first (ties in item order); with `positive_only`, an item
+    scoring zero or less is no rank (-1)."""
+    order: Ranking = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+    if positive_only:
+        order = np.where(np.take_along_axis(scores, order, axis=1) > 0, order, -1)
+    return order
+
+
+def fuse_rankings(
+    rankings: Sequence[Ranking], size: int, k: int = RRF_K, dtype: type[np.floating[Any]] = np.float64
+) -> npt.NDArray[np.floating[Any]]:
+    """Fused scores (queries x `size` items): the sum over rankings of 1 / (k + rank), rank starting at 1.
+
+    Each ranking lists an item at most once per query. `dtype` is the precision the sums are kept in."""
+    queries = rankings[0].shape[0] if rankings else 0
+    fused = np.zeros((queries, size), dtype)
     for ranking in rankings:
-        for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda pair: -pair[1])
+        contribution = dtype(1.0) / (k + np.arange(1, ranking.shape[1] + 1, dtype=dtype))
+        rows, ranks = np.nonzero(ranking >= 0)
+        fused[rows, ranking[rows, ranks]] += contribution[ranks]
+    return fused
+
+
+def reciprocal_rank_fusion(rankings: Iterable[Sequence[K]], k: int = RRF_K) -> list[tuple[K, float]]:
+    """Items of one query's rankings by fused score, best first; ties keep first-seen order."""
+    lists = [list(ranking) for ranking in rankings]
+    ids: dict[K, int] = {}
+    for ranking in lists:
+        for item in ranking:
+            ids.setdefault(item, len(ids))
+    if not ids:
+        return []
+    depth = max(len(ranking) for ranking in lists)
+    arrays = [np.array([[ids[i] for i in ranking] + [-1] * (depth - len(ranking))], np.int64) for ranking in lists]
+    fused = fuse_rankings(arrays, len(ids), k)[0]
+    items = list(ids)
+    return [(items[i], float(fused[i])) for i in np.argsort(-fused, kind="stable")]

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from sophrosyne.catalog import Catalog
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
-from sophrosyne.index.fusion import RRF_K
+from sophrosyne.index.fusion import reciprocal_rank_fusion
 from sophrosyne.index.text import split_identifier, tokenize
 from sophrosyne.index.vectors import VectorIndex
 
@@ -124,8 +124,12 @@ class SchemaIndex:
         total = len(docs)
         if progress:
             progress("bm25", 0, total)
+        corpus = [d.bm25_tokens or ["_"] for d in docs] or [["_"]]
+        # The vocabulary in first-seen order: bm25s builds it from a set, whose order changes with Python's hash
+        # seed, and so would the order in which a query's term scores are summed (the last bits of a score).
+        vocab = {token: i for i, token in enumerate(dict.fromkeys(t for tokens in corpus for t in tokens))}
         bm25 = bm25s.BM25()
-        bm25.index([d.bm25_tokens or ["_"] for d in docs] or [["_"]], show_progress=False)
+        bm25.index(([[vocab[t] for t in tokens] for tokens in corpus], vocab), show_progress=False)
         if progress:
             progress("bm25", total, total)
         chunks = []
@@ -221,11 +225,7 @@ class SchemaIndex:
         if allowed is not None:
             lex_top = [i for i in lex_top if (self.docs[i].table, self.docs[i].column) in allowed]
             dense_top = [i for i in dense_top if (self.docs[i].table, self.docs[i].column) in allowed]
-        fused: dict[int, float] = {}
-        for ranking in (lex_top, dense_top):
-            for rank, doc in enumerate(ranking, start=1):
-                fused[doc] = fused.get(doc, 0.0) + 1.0 / (RRF_K + rank)
-        best = sorted(fused.items(), key=lambda pair: -pair[1])[:k]
+        best = reciprocal_rank_fusion([lex_top, dense_top])[:k]
         return [ColumnHit(self.docs[i].table, self.docs[i].column, round(score, 6)) for i, score in best]
 
 

@@ -8,9 +8,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
 
 from sophrosyne.catalog import Catalog, is_text_type
+
+if TYPE_CHECKING:
+    from sophrosyne.connection import Database
 
 
 def normalize_value(value: str) -> str:
@@ -89,16 +94,18 @@ class ValueIndex:
             connection.close()
 
     @classmethod
-    def from_sqlalchemy(cls, catalog: Catalog, connectable: Any, budget: ValueBudget | None = None) -> ValueIndex:
-        """From a SQLAlchemy Engine or Connection (read-only use: one SELECT DISTINCT per text column)."""
-        import sqlalchemy as sa
+    def from_database(cls, catalog: Catalog, database: Database, budget: ValueBudget | None = None) -> ValueIndex:
+        """Read through the database's timed read-only sessions: one SELECT DISTINCT per text column."""
 
         def fetch(table: str, column: str, limit: int) -> list[Any]:
-            statement: Any = sa.select(sa.column(column)).select_from(sa.table(table)).distinct().limit(limit)
-            if isinstance(connectable, sa.engine.Engine):
-                with connectable.connect() as connection:
-                    return [row[0] for row in connection.execute(statement)]
-            return [row[0] for row in connectable.execute(statement)]
+            sql = (
+                exp.select(exp.column(column, quoted=True))
+                .distinct()
+                .from_(exp.table_(table, quoted=True))
+                .limit(limit)
+                .sql(dialect=database.dialect)
+            )
+            return [row[0] for row in database.run(sql, limit=limit).rows]
 
         return cls.build(catalog, fetch, budget)
 
@@ -118,20 +125,17 @@ def values_path(cache_dir: Path, catalog: Catalog) -> Path:
 
 
 def load_or_build_values(
-    catalog: Catalog, cache_dir: Path, source: Any, budget: ValueBudget | None = None
+    catalog: Catalog, cache_dir: Path, database: Database, budget: ValueBudget | None = None
 ) -> ValueIndex:
-    """The cached value index of this schema, else one read from `source` (a SQLite path, or a SQLAlchemy
-    Engine or Connection) and saved. Data changes do not change the key: rebuild with `sophrosyne index`."""
+    """The cached value index of this schema, else one read from `database` and saved. Data changes do not
+    change the key: rebuild with `sophrosyne index`."""
     path = values_path(cache_dir, catalog)
     if path.exists():
         try:
             return ValueIndex.load(path)
         except (OSError, ValueError, KeyError):
             pass  # a damaged cache entry is rebuilt below
-    if isinstance(source, (str, Path)):
-        index = ValueIndex.from_sqlite(catalog, Path(source), budget)
-    else:
-        index = ValueIndex.from_sqlalchemy(catalog, source, budget)
+    index = ValueIndex.from_database(catalog, database, budget)
     path.parent.mkdir(parents=True, exist_ok=True)
     index.save(path)
     return index

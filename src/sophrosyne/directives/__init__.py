@@ -1,0 +1,33 @@
+"""Directives: from a question and its knowledge entries to the tables that are likely irrelevant to it.
+
+knowledge (reading the text), signals (what points at each table), scoring (the fitted model), decision
+(keep, bridges, tiers), model (model.json and the hand-set knobs), inference (an optional model that names
+columns), oracle (the tables a reference query reads).
+"""
+
+from sophrosyne.directives.decision import Directives, TableDirective, compute_directives, decide_directives
+from sophrosyne.directives.inference import LLMColumnInference
+from sophrosyne.directives.knowledge import infer_identifiers, knowledge_units, question_units
+from sophrosyne.directives.model import FEATURES, DirectiveModel, DirectiveSettings, Fit, fitted_model
+from sophrosyne.directives.oracle import gold_tables, oracle_directives
+from sophrosyne.directives.scoring import TableScores, score_tables
+
+__all__ = [
+    "FEATURES",
+    "DirectiveModel",
+    "DirectiveSettings",
+    "Directives",
+    "Fit",
+    "LLMColumnInference",
+    "TableDirective",
+    "TableScores",
+    "compute_directives",
+    "decide_directives",
+    "fitted_model",
+    "gold_tables",
+    "infer_identifiers",
+    "knowledge_units",
+    "oracle_directives",
+    "question_units",
+    "score_tables",
+]

@@ -1,0 +1,147 @@
+"""The decision: keep the tables the model finds likely, their anchors and the bridges between them; flag the rest."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from sophrosyne.catalog import Catalog
+from sophrosyne.directives.inference import LLMColumnInference
+from sophrosyne.directives.knowledge import Knowledge, knowledge_text, with_inferred_columns
+from sophrosyne.directives.model import DirectiveSettings
+from sophrosyne.directives.scoring import TableScores, score_tables
+from sophrosyne.index.lexicon import Lexicon
+from sophrosyne.index.schema_index import SchemaIndex
+from sophrosyne.index.values import ValueIndex
+
+
+@dataclass(frozen=True)
+class TableDirective:
+    """A table named as likely irrelevant, why, and how sure we are (tier `high` or `medium`)."""
+
+    table: str
+    reason: str
+    tier: str
+    confidence: float
+
+
+@dataclass
+class Directives:
+    """What list_tables tells the agent: the likely irrelevant tables, the relevant set, or an abstention."""
+
+    irrelevant: list[TableDirective] = field(default_factory=list)
+    relevant: list[str] = field(default_factory=list)
+    abstained: bool = False
+    note: str = ""
+    mode: str = "directives"
+    scores: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def flagged(self) -> list[str]:
+        return [d.table for d in self.irrelevant]
+
+    def render(self) -> str:
+        if self.abstained or not self.irrelevant:
+            return f"No directives for this question{': ' + self.note if self.note else ''}."
+        lines = ["These tables are likely irrelevant to this question; explore them only if you find you need them:"]
+        lines += [f"- {d.table}: {d.reason} ({d.tier} confidence)" for d in self.irrelevant]
+        return "\n".join(lines)
+
+
+def compute_directives(
+    question: str,
+    knowledge: Knowledge,
+    catalog: Catalog,
+    index: SchemaIndex,
+    value_index: ValueIndex | None = None,
+    settings: DirectiveSettings | None = None,
+    inference: LLMColumnInference | None = None,
+) -> Directives:
+    """Name the tables of `catalog` (already restricted to the caller's role) likely irrelevant to a question.
+
+    With `inference`, the column names a model infers join the knowledge as written-out identifiers."""
+    settings = settings or DirectiveSettings()
+    if inference is not None:
+        text = knowledge_text(knowledge)
+        names = inference.infer(question, text, catalog)
+        if names:
+            knowledge = with_inferred_columns(text, names)
+    scored = score_tables(question, knowledge, catalog, index, value_index, settings)
+    return decide_directives(scored, settings)
+
+
+def decide_directives(scored: TableScores, settings: DirectiveSettings | None = None) -> Directives:
+    """Keep tables scoring at least the threshold, close them over join paths, flag the rest."""
+    settings = settings or DirectiveSettings()
+    tables = list(scored.board)
+    scores = {t: e.score for t, e in scored.board.items()}
+    reasons = {t: e.reason for t, e in scored.board.items()}
+    if scored.abstain_note:
+        return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
+    relevant = _keep(scores, scored, settings.threshold_for(scored.has_knowledge), settings)
+    if not relevant:
+        note = "nothing in the question matches the schema"
+        return Directives(relevant=tables, abstained=True, note=note, scores=scores)
+    flagged = []
+    for table in tables:
+        if table in relevant:
+            continue
+        score = scores[table]
+        tier = "high" if score < settings.high_tier else "medium"
+        why = "nothing in the question or knowledge points to it"
+        if reasons[table]:
+            why = f"only a loose match: {reasons[table]}"
+        flagged.append(TableDirective(table, why, tier, round(1.0 - score, 3)))
+    return Directives(flagged, sorted(relevant), scores=scores)
+
+
+def _keep(scores: dict[str, float], scored: TableScores, threshold: float, settings: DirectiveSettings) -> set[str]:
+    relevant = {t for t, s in scores.items() if s >= threshold}
+    # A column the knowledge writes out is an anchor: its table is kept whatever the model says. When
+    # several tables have that column, the likeliest of them is kept (all of them with keep_shared_anchors).
+    for holders in scored.anchor_groups:
+        if len(holders) == 1 or settings.keep_shared_anchors:
+            relevant |= set(holders)
+        elif not relevant & set(holders):
+            best = max(scores[t] for t in holders)
+            relevant |= {t for t in holders if scores[t] == best}
+    if relevant and settings.keep_best:
+        relevant.add(max(scores, key=lambda t: scores[t]))
+    if relevant:
+        relevant |= set(bridges(relevant, scored.lexicon, settings.max_bridge_hops))
+    return relevant
+
+
+def bridges(relevant: set[str], lexicon: Lexicon, max_hops: int) -> dict[str, tuple[str, str]]:
+    """Tables on shortest foreign-key paths between relevant tables (all shortest paths, up to max_hops)."""
+    added: dict[str, tuple[str, str]] = {}
+    ordered = sorted(relevant)
+    for i, source in enumerate(ordered):
+        distance = {source: 0}
+        parents: dict[str, set[str]] = {source: set()}
+        queue = deque([source])
+        while queue:
+            node = queue.popleft()
+            if distance[node] >= max_hops:
+                continue
+            for nxt in lexicon.graph.get(node, ()):
+                if nxt not in distance:
+                    distance[nxt] = distance[node] + 1
+                    parents[nxt] = {node}
+                    queue.append(nxt)
+                elif distance[nxt] == distance[node] + 1:
+                    parents[nxt].add(node)
+        for target in ordered[i + 1 :]:
+            if target not in distance or distance[target] < 2:
+                continue
+            stack = [target]
+            seen = {target}
+            while stack:
+                node = stack.pop()
+                for parent in parents.get(node, ()):
+                    if parent not in seen:
+                        seen.add(parent)
+                        stack.append(parent)
+                        if parent not in relevant and parent != source:
+                            added.setdefault(parent, (source, target))
+    return added

@@ -1,0 +1,94 @@
+"""Reading a question and its knowledge entries: column names written in them, quoted literals, clauses."""
+
+from __future__ import annotations
+
+import re
+
+from sophrosyne.index.text import QUERY_NOISE, STOPWORDS, word_tokens
+
+Knowledge = str | list[str] | None
+"""Knowledge entries as a caller gives them: one text, a list of entries, or none."""
+
+_BACKTICK = re.compile(r"`([^`]+)`|\[([^\]]+)\]")
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|“([^”]+)”")
+_COMPARED = re.compile(
+    r"([A-Za-z_][\w.]*)\s*(?:=|==|!=|<>|>=|<=|>|<|\s(?:not\s+)?like\s|\s(?:not\s+)?in\s*\(|\sbetween\s|\sis\s+(?:not\s+)?null)",
+    re.IGNORECASE,
+)
+_CALL_ARG = re.compile(r"\(\s*([A-Za-z_][\w.]*)")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
+_CLAUSE = re.compile(r";|\n|\.\s+(?=[A-Z])")
+# How BIRD's evidence links a phrase of the question to the schema ("X refers to col = 'v'", "X means ...").
+# Other knowledge written this way benefits; knowledge phrased otherwise is still read clause by clause.
+_LINK = re.compile(r"\b(?:refers? to|means?|stands? for|is|are|=)\b", re.IGNORECASE)
+
+
+def knowledge_text(knowledge: Knowledge) -> str:
+    """The knowledge entries as one text, entries separated by `; `."""
+    return "; ".join(knowledge) if isinstance(knowledge, list) else (knowledge or "")
+
+
+def with_inferred_columns(knowledge: str, names: list[str]) -> str:
+    """The knowledge with column names inferred elsewhere (a model) appended as written-out identifiers."""
+    return "; ".join(filter(None, [knowledge, " ".join(f"`{n}`" for n in names)])) if names else knowledge
+
+
+def infer_identifiers(knowledge: str) -> tuple[list[str], list[str]]:
+    """Column names written in a knowledge entry: (code-like mentions, plain-word mentions)."""
+    strong: list[str] = []
+    for match in _BACKTICK.finditer(knowledge):
+        strong.append(match.group(1) or match.group(2))
+    unquoted = _QUOTED.sub(" _value_ ", _BACKTICK.sub(" _ident_ ", knowledge))
+    strong += [m.group(1) for m in _COMPARED.finditer(unquoted)]
+    strong += [m.group(1) for m in _CALL_ARG.finditer(unquoted)]
+    weak: list[str] = []
+    for token in IDENTIFIER.findall(unquoted):
+        if token in ("_ident_", "_value_"):
+            continue
+        if "_" in token or "." in token or re.search(r"[a-z][A-Z]|\d", token):
+            strong.append(token)
+        else:
+            weak.append(token)
+    return [s for s in strong if s not in ("_ident_", "_value_")], weak
+
+
+def quoted_literals(text: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+
+
+def knowledge_units(knowledge: str) -> list[str]:
+    """Clauses of a knowledge entry, and each side of `A refers to B`."""
+    units: list[str] = []
+    for clause in _CLAUSE.split(knowledge):
+        clause = clause.strip()
+        if not clause:
+            continue
+        units.append(clause)
+        parts = [p.strip() for p in _LINK.split(clause, maxsplit=1)]
+        if len(parts) == 2 and all(parts):
+            units.extend(parts)
+    return units
+
+
+def described_phrases(knowledge: str) -> list[str]:
+    """The described side of each `A refers to B` clause: `A`, the words of the question it explains."""
+    phrases: list[str] = []
+    for clause in _CLAUSE.split(knowledge):
+        parts = _LINK.split(clause, maxsplit=1)
+        if len(parts) == 2 and parts[0].strip():
+            phrases.append(parts[0].strip())
+    return phrases
+
+
+def question_units(question: str) -> list[str]:
+    """The question and its runs of content words (a cheap stand-in for noun phrases)."""
+    units = [question]
+    run: list[str] = []
+    for word in [*word_tokens(question), "the"]:
+        if word in STOPWORDS or word in QUERY_NOISE:
+            if run:
+                units.append(" ".join(run))
+            run = []
+        else:
+            run.append(word)
+    return units

@@ -1,0 +1,101 @@
+"""Scoring: every visible table's features, combined by the fitted model into a probability of being needed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sophrosyne.catalog import Catalog
+from sophrosyne.directives.knowledge import Knowledge, knowledge_text, knowledge_units, question_units
+from sophrosyne.directives.model import DirectiveSettings, probability
+from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_signals, value_signals
+from sophrosyne.index.lexicon import Lexicon, lexicon_for
+from sophrosyne.index.schema_index import SchemaIndex
+from sophrosyne.index.text import tokenize
+from sophrosyne.index.values import ValueIndex
+
+# Signals that name or ground a table outright; a knowledge-less question with none of them, and no word of the
+# schema, gets no directives.
+_STRONG = ("anchor", "anchor_shared", "table_named", "column_phrase", "column_phrase_shared", "value")
+
+
+@dataclass
+class TableScores:
+    """Per-table relevance for one question: features, a score in [0, 1], and the most telling reason."""
+
+    board: dict[str, TableSignals]
+    lexicon: Lexicon
+    abstain_note: str = ""
+    anchor_groups: list[list[str]] = field(default_factory=list)  # holders of each column the knowledge names
+    has_knowledge: bool = True
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return {t: e.score for t, e in self.board.items()}
+
+
+def score_tables(
+    question: str,
+    knowledge: Knowledge,
+    catalog: Catalog,
+    index: SchemaIndex,
+    value_index: ValueIndex | None = None,
+    settings: DirectiveSettings | None = None,
+) -> TableScores:
+    """Score every visible table by what in the question and knowledge points to it."""
+    settings = settings or DirectiveSettings()
+    text = knowledge_text(knowledge)
+    has_knowledge = bool(text.strip())
+    lexicon = lexicon_for(catalog)
+    board = {t: TableSignals() for t in catalog.tables}
+    if len(board) <= settings.min_tables:
+        return TableScores(board, lexicon, "the database has too few tables")
+    anchor_groups = name_signals(question, text, lexicon, board)
+    for word in set(tokenize(question)):
+        if len(word) >= 3:
+            for t in lexicon.value_words.get(word, ()):
+                if t in board:
+                    board[t].note("value_desc_word", 1.0)
+    if settings.values:
+        value_signals(question, text, catalog, value_index, board)
+    retrieval_signals(knowledge_units(text), question_units(question), index, lexicon, settings.rrf_k, board)
+    coverage = _table_features(question, has_knowledge, lexicon, board)
+    weights = settings.model.fit_for(has_knowledge).weights
+    for entry in board.values():
+        entry.score = probability(entry.features, weights)
+    abstain = ""
+    if not has_knowledge and coverage == 0.0 and not any(e.features.get(f) for e in board.values() for f in _STRONG):
+        # No word of the question is a word of the schema, and nothing is named or grounded: any pick would
+        # rest on fuzzy similarity alone, so say nothing rather than name tables at random.
+        abstain = "nothing in the question names or resembles a table, column or value closely enough"
+    return TableScores(board, lexicon, abstain_note=abstain, anchor_groups=anchor_groups, has_knowledge=has_knowledge)
+
+
+def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: dict[str, TableSignals]) -> float:
+    """Features of a table among the others (ranks, word coverage, neighbours); returns the question's coverage."""
+    named = {t for t, e in board.items() if e.features.get("anchor") or e.features.get("table_named")}
+    for feature, rank_feature in (("ret_question", "rank_question"), ("ret_phrase", "rank_phrase")):
+        ordered = sorted(board, key=lambda t: -board[t].features.get(feature, 0.0))
+        for rank, table in enumerate(ordered, start=1):
+            if board[table].features.get(feature, 0.0) > 0:
+                board[table].features[rank_feature] = 1.0 / rank
+    content = tokenize(question)
+    coverage = sum(w in lexicon.name_words for w in content) / len(content) if content else 0.0
+    content_set = set(content)
+    word_holders = {w: {t for t in board if w in lexicon.table_words.get(t, ())} for w in content_set}
+    for table, entry in board.items():
+        if content_set:
+            own = {w for w in content_set if table in word_holders[w]}
+            only = {w for w in own if len(word_holders[w]) == 1}
+            others = {w for w in content_set if word_holders[w] - {table}}
+            entry.features["own_cover"] = len(own) / len(content_set)
+            entry.features["only_cover"] = len(only) / len(content_set)
+            entry.features["others_cover"] = len(others) / len(content_set)
+        entry.features["coverage"] = coverage
+        entry.features["coverage_gap"] = coverage * (1.0 - entry.features.get("rank_question", 0.0))
+        if lexicon.graph.get(table, set()) & named:
+            entry.features["neighbor"] = 1.0
+        if named - {table}:
+            entry.features["others_anchored"] = 1.0
+        entry.features["small_schema"] = 1.0 / len(board)
+        entry.features["no_knowledge"] = 0.0 if has_knowledge else 1.0
+    return coverage

@@ -1,0 +1,195 @@
+"""Signals: what in a question and its knowledge points at each table (names, values, hybrid retrieval)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sophrosyne.catalog import Catalog
+from sophrosyne.directives.knowledge import infer_identifiers, quoted_literals
+from sophrosyne.index.fusion import fuse_rankings, top_ranked
+from sophrosyne.index.lexicon import Lexicon
+from sophrosyne.index.schema_index import SchemaIndex
+from sophrosyne.index.text import STOPWORDS, normalize, word_tokens
+from sophrosyne.index.values import ValueIndex, normalize_value
+
+RETRIEVAL_DEPTH = 50  # ranks per retriever that count in the fusion: deeper ones would add under 1 / (rrf_k + 50)
+
+
+@dataclass
+class TableSignals:
+    """What points at one table: feature values, the most telling reason, and (once scored) its probability."""
+
+    features: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+    reason_strength: float = 0.0
+    score: float = 0.0
+
+    def note(self, feature: str, value: float, reason: str = "", strength: float = 0.0) -> None:
+        if value > self.features.get(feature, 0.0):
+            self.features[feature] = value
+        if reason and strength > self.reason_strength:
+            self.reason, self.reason_strength = reason, strength
+
+
+def _clip(text: str, limit: int) -> str:
+    """Cut at a word boundary, so a quoted clause never ends mid-word or mid-quote."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(" '\"=,;") + "…"
+
+
+def _phrase_in(phrase: str, text: str) -> bool:
+    return bool(phrase) and f" {phrase} " in text
+
+
+def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[str, TableSignals]) -> list[list[str]]:
+    """Exact names: columns written in the knowledge, table and column names in the text."""
+    strong, weak = infer_identifiers(knowledge)
+    strong += [i for i in infer_identifiers(question)[0] if "_" in i or "." in i]
+    anchored: list[tuple[str, list[str]]] = []
+    for ident in strong:
+        table_part, _, column_part = ident.rpartition(".")
+        holders = [t for t, _ in lexicon.raw_columns.get(column_part.lower(), [])]
+        if not holders:
+            holders = [t for t, _ in lexicon.columns.get(normalize(column_part), [])]
+        if table_part:
+            qualified = [t for t in holders if t.lower() == table_part.lower()]
+            holders = qualified or holders
+        if holders:
+            anchored.append((ident, sorted(set(holders))))
+    for ident, holders in anchored:
+        if len(holders) == 1:
+            board[holders[0]].note("anchor", 1.0, f"the knowledge names its column `{ident}`", 1.0)
+    for ident, holders in anchored:
+        if len(holders) > 1:
+            resolved = any(board[t].features.get("anchor") for t in holders)
+            for t in holders:
+                board[t].note(
+                    "anchor_resolved" if resolved else "anchor_shared",
+                    1.0 / len(holders),
+                    f"the knowledge names `{ident}`, a column it shares",
+                    0.5,
+                )
+    for ident in weak:
+        holders = sorted({t for t, _ in lexicon.raw_columns.get(ident.lower(), [])})
+        if len(holders) == 1:
+            board[holders[0]].note("knowledge_word", 1.0, f"the knowledge says `{ident}`", 0.4)
+        for t in holders if len(holders) > 1 else []:
+            board[t].note("knowledge_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`", 0.3)
+    text = f" {normalize(question + ' ' + knowledge)} "
+    for table, phrases in lexicon.table_phrases.items():
+        if any(_phrase_in(p, text) for p in phrases):
+            board[table].note("table_named", 1.0, "the question names it", 0.9)
+    for phrase, named in lexicon.columns.items():
+        if " " in phrase and _phrase_in(phrase, text):
+            tables = {t for t, _ in named}
+            feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
+            for t in tables:
+                board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`", 0.8)
+    return [holders for _, holders in anchored]
+
+
+def value_signals(
+    question: str, knowledge: str, catalog: Catalog, values: ValueIndex | None, board: dict[str, TableSignals]
+) -> None:
+    """Literals grounded in the data (value index) or in the column value descriptions."""
+    literals = [lit for lit in quoted_literals(question) + quoted_literals(knowledge) if len(lit.strip()) >= 2]
+    for literal in literals:
+        holders: set[str] = set()
+        if values is not None:
+            holders = {t for t, _ in values.lookup(literal) if t in board}
+        if not holders and len(literal) >= 3:
+            needle = normalize_value(literal)
+            holders = {
+                t.name for t in catalog.tables.values() for c in t.columns if needle in c.value_description.lower()
+            }
+        for t in holders:
+            board[t].note("value" if len(holders) == 1 else "value_shared", 1.0, f"holds the value '{literal}'", 0.85)
+    words = [w for w in word_tokens(question)]
+    if values is not None:
+        for size in (3, 2, 1):
+            for start in range(len(words) - size + 1):
+                gram = words[start : start + size]
+                if gram[0] in STOPWORDS or gram[-1] in STOPWORDS or len("".join(gram)) < 3:
+                    continue
+                found = {t for t, _ in values.lookup(" ".join(gram)) if t in board}
+                for t in found:
+                    board[t].note("value_mention", 1.0 / len(found), f"holds the value '{' '.join(gram)}'", 0.7)
+
+
+def retrieval_signals(
+    knowledge_units: list[str],
+    question_units: list[str],
+    index: SchemaIndex,
+    lexicon: Lexicon,
+    rrf_k: int,
+    board: dict[str, TableSignals],
+) -> None:
+    """Hybrid retrieval per unit: a table earns the fused (RRF) score of its best column, relative to the best.
+
+    A foreign-key column counts for the table it points at: `singer_in_concert.Singer_ID` names singers, and
+    `superhero.eye_colour_id` names a colour."""
+    units = knowledge_units + question_units
+    if not units or not index.docs:
+        return
+    visible = np.array([(d.table, d.column) in lexicon.visible for d in index.docs])
+    if not visible.any():
+        return
+    names = list(board)
+    position = {name: i for i, name in enumerate(names)}
+    owner = np.array([position.get(lexicon.join_columns.get((d.table, d.column), d.table), -1) for d in index.docs])
+    visible &= owner >= 0
+    holder = np.array([position.get(d.table, -1) for d in index.docs])
+    lexical = index.bm25_matrix(units)
+    lexical[:, ~visible] = 0.0
+    dense = index.vectors.all_scores(index.embed(units))
+    dense[:, ~visible] = -1.0
+    rankings = [top_ranked(lexical, RETRIEVAL_DEPTH, positive_only=True), top_ranked(dense, RETRIEVAL_DEPTH)]
+    fused = fuse_rankings(rankings, len(index.docs), rrf_k, np.float32)
+    fused[:, ~visible] = 0.0
+    count = len(units)
+    table_fused = np.zeros((count, len(names)), np.float32)
+    table_lexical = np.zeros((count, len(names)), np.float32)
+    best_doc = np.zeros((count, len(names)), np.int64)
+    for t in range(len(names)):
+        members = np.flatnonzero(owner == t)
+        if len(members) == 0:
+            continue
+        block = fused[:, members]
+        best = block.argmax(axis=1)
+        best_doc[:, t] = members[best]
+        table_fused[:, t] = block[np.arange(count), best]
+    for t in range(len(names)):
+        holders = np.flatnonzero(holder == t)
+        if len(holders):
+            table_lexical[:, t] = lexical[:, holders].max(axis=1)
+    top_lexical = table_lexical.max(axis=1, keepdims=True)
+    table_lexical = np.divide(table_lexical, top_lexical, out=np.zeros_like(table_lexical), where=top_lexical > 0)
+    relative = table_fused / (2.0 / (rrf_k + 1))  # the most a column can get: rank 1 in both
+    rank_order = np.argsort(-table_fused, axis=1, kind="stable")
+    runs = max(1, len(question_units) - 1)
+    for row, text in enumerate(units):
+        is_knowledge = row < len(knowledge_units)
+        is_question = row == len(knowledge_units)
+        kind = "knowledge" if is_knowledge else "question" if is_question else "phrase"
+        for rank, t in enumerate(rank_order[row], start=1):
+            score = float(relative[row, t])
+            if score <= 0:
+                break
+            entry = board[names[t]]
+            doc = int(best_doc[row, t])
+            entry.note("dense", float(dense[row, doc]))
+            if table_lexical[row, t] > 0:
+                entry.note(f"lex_{kind}", float(table_lexical[row, t]))
+            strength = (0.6 if is_knowledge else 0.5) * score
+            reason = ""
+            if strength > entry.reason_strength:
+                reason = f"`{index.docs[doc].table}.{index.docs[doc].column}` resembles \u201c{_clip(text, 40)}\u201d"
+            entry.note(f"ret_{kind}", score, reason, strength)
+            if rank == 1:
+                if is_knowledge or is_question:
+                    entry.note(f"ret_{kind}_top", 1.0)
+                else:
+                    entry.features["ret_phrase_top"] = entry.features.get("ret_phrase_top", 0.0) + 1.0 / runs

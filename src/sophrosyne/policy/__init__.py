@@ -1,0 +1,7 @@
+"""Roles, row-level security and column rules, applied by rewriting base tables as filtered CTEs."""
+
+from sophrosyne.policy.file import Policy, hash_token, load_policy, parse_policy
+from sophrosyne.policy.roles import Role, TableRule
+from sophrosyne.policy.row_filter import parse_row_filter
+
+__all__ = ["Policy", "Role", "TableRule", "hash_token", "load_policy", "parse_policy", "parse_row_filter"]

@@ -1,0 +1,250 @@
+"""The rewrite: each base table a restricted role reads becomes a CTE of its filtered, column-restricted view."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+
+from sophrosyne import engines, sql_functions
+from sophrosyne.catalog import Catalog, Table
+from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
+from sophrosyne.policy.row_filter import function_refusal, parse_row_filter
+
+if TYPE_CHECKING:
+    from sophrosyne.policy.roles import Role
+
+E = TypeVar("E", bound=exp.Expr)
+
+# Schema names that reveal the database's structure; a restricted role never reads them.
+SYSTEM_SCHEMAS = {"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys", "system"}
+SYSTEM_TABLE = re.compile(r"^(sqlite_|pg_|duckdb_|pragma_)", re.IGNORECASE)
+
+
+class Rewriter:
+    """One rewrite of one statement for one role."""
+
+    def __init__(self, role: Role, catalog: Catalog, dialect: str) -> None:
+        self.role = role
+        self.catalog = catalog
+        self.engine = engines.for_dialect(dialect)
+        self.dialect = Dialect.get_or_raise(self.engine.name)
+        self.secured: dict[str, tuple[str, Table]] = {}  # lowered table name -> (cte name, table)
+        self.taken: set[str] = set()
+        self.cte_refs: dict[int, list[exp.Table]] = {}  # id of a user CTE -> the references to it
+
+    def key(self, identifier: exp.Identifier) -> str:
+        """A name as the engine compares it (case rules of the dialect)."""
+        fresh = exp.Identifier(this=identifier.name, quoted=identifier.quoted)
+        return self.dialect.normalize_identifier(fresh).name
+
+    def rewrite(self, tree: E) -> E:
+        if not isinstance(tree, exp.Query):
+            raise RejectedSQL("only a query can be rewritten for a role")
+        self.taken = {n.lower() for n in _all_names(tree)}
+        self._check_functions(tree)
+        for node in tree.walk():
+            node.comments = None  # the engine sees only what the rewrite saw
+        self._walk(tree, {})
+        if not self.secured:
+            return tree
+        self._unqualify_columns(tree)
+        # `(WITH w AS (...) SELECT ...)`: merge into the parenthesized query's WITH (two would be refused).
+        host: exp.Expr = tree
+        while isinstance(host, exp.Subquery) and not host.alias and isinstance(host.this, exp.Query):
+            if host.this.args.get("with_") is None:
+                break
+            host = host.this
+        with_ = host.args.get("with_")
+        ctes = [self._secure_cte(cte_name, table) for cte_name, table in self.secured.values()]
+        if isinstance(with_, exp.With) and with_.args.get("recursive"):
+            self._rename_shadowing_ctes(with_, ctes)
+        if with_ is None:
+            host.set("with_", exp.With(expressions=ctes))
+        else:
+            # Merge: our CTEs come first so every user CTE (and nested WITH) can read them.
+            with_.set("expressions", ctes + list(with_.expressions))
+        return tree
+
+    def _unqualify_columns(self, tree: exp.Expr) -> None:
+        """`main.employees.name` -> `employees.name`: the secured reference keeps only the table name."""
+        for column in tree.find_all(exp.Column):
+            db = column.args.get("db")
+            if db is None or column.table.lower() not in self.secured:
+                continue
+            table = self.secured[column.table.lower()][1]
+            if db.name.lower() in {(table.schema or "").lower(), self.engine.default_schema}:
+                column.set("db", None)
+                column.set("catalog", None)
+
+    def _check_functions(self, tree: exp.Expr) -> None:
+        for node in tree.walk():
+            if isinstance(node, exp.Func) and (reason := function_refusal(node)):
+                raise RejectedSQL(
+                    f"{reason} for role `{self.role.name}`",
+                    hint="use built-in scalar and aggregate functions over the tables you can read",
+                )
+            if isinstance(node, exp.Cast | exp.TryCast) and _is_catalog_type(node.args.get("to")):
+                raise RejectedSQL(f"casts to object identifier types are not allowed for role `{self.role.name}`")
+
+    def _rename_shadowing_ctes(self, with_: exp.With, ours: list[exp.CTE]) -> None:
+        """In a recursive WITH our CTE bodies could see a user CTE named like a base table they read:
+        such a user CTE gets a fresh name (its references keep the old one as alias)."""
+        read = {t.name.lower() for cte in ours for t in cte.find_all(exp.Table)}
+        for cte in with_.expressions:
+            name = cte.alias.lower()
+            if name not in read:
+                continue
+            fresh, n = f"{name}_1", 1
+            while fresh in self.taken:
+                n += 1
+                fresh = f"{name}_{n}"
+            self.taken.add(fresh)
+            for ref in self.cte_refs.get(id(cte), []):
+                if ref.args.get("alias") is None:
+                    ref.set("alias", exp.TableAlias(this=ref.this.copy()))
+                ref.set("this", exp.to_identifier(fresh))
+            cte.args["alias"].set("this", exp.to_identifier(fresh))
+
+    def _walk(self, node: exp.Expr, visible: dict[str, exp.CTE]) -> None:
+        with_ = node.args.get("with_") if isinstance(node, exp.Query) else None
+        if isinstance(with_, exp.With):
+            ctes: list[exp.CTE] = list(with_.expressions)
+            names = [self.key(cte.args["alias"].this) for cte in ctes]
+            recursive = bool(with_.args.get("recursive"))
+            for i, cte in enumerate(ctes):
+                inner = {k: v for k, v in visible.items() if k != names[i]}
+                inner.update({names[j]: ctes[j] for j in self._siblings_seen(len(ctes), i, recursive) if j != i})
+                body = cte.this
+                if (recursive or self.engine.ctes_see_later_siblings) and isinstance(body, exp.Union):
+                    self._walk_recursive_body(body, inner, {**inner, names[i]: cte})
+                else:
+                    self._walk(body, inner)
+            visible = {**visible, **dict(zip(names, ctes, strict=True))}
+        for child in list(node.iter_expressions()):
+            if child is with_:
+                continue
+            if isinstance(child, exp.Table):
+                self._table(child, visible)
+            self._walk(child, visible)
+
+    def _walk_recursive_body(self, body: exp.Union, inner: dict[str, exp.CTE], with_self: dict[str, exp.CTE]) -> None:
+        """Only the recursive term of `anchor UNION [ALL] term` reads the CTE itself: elsewhere its name is
+        the base table (DuckDB reads it there; PostgreSQL refuses it), so it is secured."""
+        if body.args.get("with_") is not None:
+            self._walk(body, inner)
+            return
+        for child in list(body.iter_expressions()):
+            scope = with_self if child is body.expression else inner
+            if isinstance(child, exp.Table):
+                self._table(child, scope)
+            self._walk(child, scope)
+
+    def _siblings_seen(self, count: int, index: int, recursive: bool) -> range:
+        """Which CTEs of one WITH a CTE body can see; fewer is safe (the rest are secured)."""
+        if self.engine.ctes_see_later_siblings or (recursive and self.engine.recursive_ctes_see_later_siblings):
+            return range(count)
+        return range(index + 1 if recursive else index)
+
+    def _table(self, node: exp.Table, visible: dict[str, exp.CTE]) -> None:
+        target = node.this
+        if isinstance(target, exp.Func):
+            if not sql_functions.table_function_allowed(target, restricted=True):
+                raise RejectedSQL(f"table function `{sql_functions.names(target)[0]}` is not allowed")
+            return
+        if not isinstance(target, exp.Identifier):
+            raise RejectedSQL("only named tables can be read", hint="name a table from list_tables")
+        db, catalog_part = node.args.get("db"), node.args.get("catalog")
+        if db is None and catalog_part is None and self.key(target) in visible:
+            # A CTE of the query: its body is rewritten where it is defined.
+            self.cte_refs.setdefault(id(visible[self.key(target)]), []).append(node)
+            return
+        table = self._resolve(node)
+        if table is None or not self.role.can_read(table):
+            raise _unknown_table(node)
+        cte_name = self._cte_name(table)
+        alias = node.args.get("alias")
+        if alias is None:
+            node.set("alias", exp.TableAlias(this=target.copy()))
+        node.set("this", exp.to_identifier(cte_name))
+        node.set("db", None)
+        node.set("catalog", None)
+
+    def _resolve(self, node: exp.Table) -> Table | None:
+        if node.args.get("catalog") is not None:
+            return None
+        if SYSTEM_TABLE.match(node.name):
+            return None
+        table = self.catalog.table(node.name)
+        db = node.args.get("db")
+        if table is None or db is None:
+            return table
+        schema = db.name.lower()
+        allowed = table.schema.lower() if table.schema else self.engine.default_schema
+        return table if schema == allowed and schema not in SYSTEM_SCHEMAS else None
+
+    def _cte_name(self, table: Table) -> str:
+        lowered = table.name.lower()
+        if lowered in self.secured:
+            return self.secured[lowered][0]
+        base = "_sec_" + re.sub(r"\W", "_", lowered)
+        name, n = base, 1
+        while name in self.taken:
+            name, n = f"{base}_{n}", n + 1
+        self.taken.add(name)
+        self.secured[lowered] = (name, table)
+        return name
+
+    def _secure_cte(self, cte_name: str, table: Table) -> exp.CTE:
+        rule = self.role._rule(table.name)
+        columns = [exp.column(c.name, quoted=True) for c in self.role.visible_columns(table)]
+        body = exp.select(*columns).from_(self._base(table))
+        if rule is not None and rule.row_filter:
+            predicate = parse_row_filter(rule.row_filter, self.engine.name, f"table `{table.name}`")
+            for inner in predicate.find_all(exp.Table):
+                inner.replace(self._base_by_name(inner))
+            body = body.where(predicate)
+            # The filter must run before the query's own predicates: else the planner may evaluate one such
+            # as CAST(name AS INTEGER) = 1 on a row the filter drops, and its error (or none) tells about that
+            # row. The engine's fence (MATERIALIZED, or a LIMIT that stops merging and push-down) sees to it.
+            if self.engine.fence_limit is not None:
+                body = body.limit(self.engine.fence_limit)
+        cte = exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(cte_name)))
+        if rule is not None and rule.row_filter and self.engine.fence_materialized:
+            cte.set("materialized", True)
+        return cte
+
+    def _base(self, table: Table) -> exp.Table:
+        """The base table itself. Where a CTE sees later siblings (SQLite), the default schema (`main.`) pins
+        the real table; elsewhere ours come first, and a recursive WITH has its shadowing CTEs renamed."""
+        schema = table.schema or (self.engine.default_schema if self.engine.ctes_see_later_siblings else None)
+        return exp.table_(table.name, db=schema, quoted=True)
+
+    def _base_by_name(self, node: exp.Table) -> exp.Table:
+        table = self.catalog.table(node.name)
+        if table is None:
+            raise ConfigError(f"a row filter of role `{self.role.name}` reads unknown table `{node.name}`")
+        base = self._base(table)
+        base.set("alias", node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name)))
+        return base
+
+
+def _all_names(tree: exp.Expr) -> Iterable[str]:
+    for cte in tree.find_all(exp.CTE):
+        yield cte.alias
+    for table in tree.find_all(exp.Table):
+        yield table.name
+
+
+def _is_catalog_type(to: exp.Expression | None) -> bool:
+    if isinstance(to, exp.ObjectIdentifier):
+        return True
+    return isinstance(to, exp.DataType) and to.sql().lower().startswith(("reg", "oid"))
+
+
+def _unknown_table(node: exp.Table) -> UnknownTable:
+    name = ".".join(p.name for p in node.parts)
+    return UnknownTable(f"no table `{name}`", hint="call list_tables to see the tables you can read")

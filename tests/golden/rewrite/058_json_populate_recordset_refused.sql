@@ -1,0 +1,5 @@
+-- role: manager
+-- dialect: postgres
+SELECT * FROM json_populate_recordset(NULL::employees, '[{"name": "x"}]')
+-- expected:
+error rejected: function `json_populate_recordset` is not allowed for role `manager`
