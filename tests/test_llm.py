@@ -200,3 +200,25 @@ def test_json_is_found_in_prose_and_fences() -> None:
     assert parse_json("```json\n[1, 2]\n```") == [1, 2]
     assert parse_json("no json here") is None
     assert [c.name for c in calls_from_json('[{"tool": "a"}, {"name": "b", "arguments": {"x": 1}}]')] == ["a", "b"]
+
+
+def test_directive_inference_and_the_embedder_go_through_the_client_and_its_retries() -> None:
+    from sophrosyne.catalog import Catalog
+    from sophrosyne.directives import LLMColumnInference
+    from sophrosyne.index import OpenAIEmbedder
+
+    def reply(path: str, body: dict[str, Any]) -> Any:
+        if len(received) == 1:
+            return error_reply(429, "slow down", {"Retry-After": "0"})
+        if path.endswith("/embeddings"):
+            return {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [3.0, 4.0]}]}
+        return chat_reply("- employees.department\nnot a column!")
+
+    with scripted_server(reply) as (url, received):
+        names = LLMColumnInference(url, "small-model").infer("Who works in ops?", "", Catalog(tables={}))
+        assert names == ["employees.department"]
+        assert received[-1]["temperature"] == 0
+        received.clear()
+        vectors = OpenAIEmbedder(url, "embedder").embed(["ops"])
+    assert vectors.shape == (1, 2) and abs(vectors[0, 0] - 0.6) < 1e-6 and abs(vectors[0, 1] - 0.8) < 1e-6
+    assert len(received) == 2  # the 429, then the answer
