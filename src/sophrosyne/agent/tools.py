@@ -233,7 +233,13 @@ class MCPTools(Toolbox):
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
             )
-            return await stack.enter_async_context(Client(streamable_http_client(self.target, http_client=http)))
+            try:
+                return await stack.enter_async_context(Client(streamable_http_client(self.target, http_client=http)))
+            except Exception as exc:
+                raise ConfigError(
+                    f"could not connect to the MCP server {self.target}: {_reason(exc)}.",
+                    hint="Check the URL (…/mcp) and, for a server with a policy, the --token.",
+                ) from None
         if self.token:
             raise ConfigError("a bearer token needs an HTTP server URL.", hint="Drop --token for a stdio command.")
         from mcp.client.stdio import stdio_client
@@ -249,6 +255,14 @@ class MCPTools(Toolbox):
             log.seek(0)
             said = " ".join(log.read().split())[-300:]
             raise ConfigError(
-                f"could not start the MCP server `{self.target}`: {exc}." + (f" It said: {said}" if said else ""),
+                f"could not start the MCP server `{self.target}`: {_reason(exc)}."
+                + (f" It said: {said}" if said else ""),
                 hint="Check the command by running it in a terminal.",
             ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost message of an error (anyio wraps transport failures in exception groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return str(exc) or type(exc).__name__
