@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,10 @@ async def run_ask(
 
     try:
         async with toolbox:
+            # The MCP SDK sets the root logger to INFO when a server is built; its request logs and the HTTP
+            # client's would interleave with the progress lines.
+            for name in ("", "mcp", "httpx2", "httpx", "openai"):
+                logging.getLogger(name).setLevel(logging.WARNING)
             err_console.print(f"[dim]{request.solver} on {escape(toolbox.label)} with {escape(model.model)}[/]")
             outcome: Outcome
             if request.solver == "flex":

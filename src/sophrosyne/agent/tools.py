@@ -40,12 +40,12 @@ class ToolOutput:
 
     @property
     def rows(self) -> int | None:
-        """Rows in a query-like result (execute_sql's `row_count`, find_rows' matches), when the server says."""
+        """Rows in a query-like result (execute_sql's `row_count`, distinct values), when the server says."""
         if not self.data:
             return None
         if isinstance(self.data.get("row_count"), int):
             return int(self.data["row_count"])
-        for key in ("rows", "values", "matches", "tables", "hits"):
+        for key in ("rows", "values"):
             if isinstance(self.data.get(key), list):
                 return len(self.data[key])
         return None
