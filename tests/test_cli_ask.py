@@ -99,3 +99,21 @@ def test_a_server_that_fails_to_start_says_why() -> None:
     code, _, err = invoke("ask", QUESTION, "--server", server, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
     assert code == 1
     assert "could not start the MCP server" in err and "no database here" in err
+
+
+def test_serve_allow_python_offers_run_python_over_stdio() -> None:
+    import asyncio
+
+    from sophrosyne.agent.tools import MCPTools, ToolOutput
+
+    code = "df = sql('SELECT dept_code FROM departments')\nresult = [[len(df)]]"
+
+    async def run(command: str) -> tuple[bool, ToolOutput | None]:
+        async with MCPTools(command) as tools:
+            if not tools.has("run_python"):
+                return False, None
+            return True, await tools.call("run_python", {"code": code})
+
+    offered, output = asyncio.run(run(f"{sys.executable} -m sophrosyne serve demo --allow-python"))
+    assert offered and output is not None and not output.is_error, output
+    assert output.data is not None and output.data["rows"] == [[15]]  # the demo has 15 departments
