@@ -84,14 +84,21 @@ def test_ask_json_and_a_clarification_without_a_person() -> None:
 
 
 def test_ask_through_an_external_server_over_stdio() -> None:
-    script = Script({"explore": [GROUND, Call("final_answer", {"sql": FINAL})]})
-    server = f"{sys.executable} -m sophrosyne serve demo"
+    # `serve --allow-python` over stdio: the model sees the server's run_python and may call it.
+    program = Call("run_python", {"code": "df = sql('SELECT dept_code FROM departments')\nresult = [[len(df)]]"})
+    script = Script({"explore": [program, GROUND, Call("final_answer", {"sql": FINAL})]})
+    server = f"{sys.executable} -m sophrosyne serve demo --allow-python"
     with scripted_server(script) as (url, _):
         code, out, err = invoke("ask", QUESTION, "--server", server, "--model", "m", "--base-url", url, "--json")
     assert code == 0, err
-    assert json.loads(out)["sql"] == FINAL
+    result = json.loads(out)
+    assert result["sql"] == FINAL
     assert f"explorer on {server}" in err
     assert "demo: 12 tables" not in err  # the server's own log stays out of the progress lines
+    assert "run_python" in {t["function"]["name"] for t in script.requests["explore"][0]["tools"]}
+    ran = next(s for s in result["steps"] if s["name"] == "run_python")
+    assert ran["error"] is None and ran["rows"] == 1
+    assert "15" in script.context("explore", 1)  # the program's answer (15 departments) reached the model
 
 
 def test_a_server_that_fails_to_start_says_why() -> None:
@@ -99,21 +106,3 @@ def test_a_server_that_fails_to_start_says_why() -> None:
     code, _, err = invoke("ask", QUESTION, "--server", server, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
     assert code == 1
     assert "could not start the MCP server" in err and "no database here" in err
-
-
-def test_serve_allow_python_offers_run_python_over_stdio() -> None:
-    import asyncio
-
-    from sophrosyne.agent.tools import MCPTools, ToolOutput
-
-    code = "df = sql('SELECT dept_code FROM departments')\nresult = [[len(df)]]"
-
-    async def run(command: str) -> tuple[bool, ToolOutput | None]:
-        async with MCPTools(command) as tools:
-            if not tools.has("run_python"):
-                return False, None
-            return True, await tools.call("run_python", {"code": code})
-
-    offered, output = asyncio.run(run(f"{sys.executable} -m sophrosyne serve demo --allow-python"))
-    assert offered and output is not None and not output.is_error, output
-    assert output.data is not None and output.data["rows"] == [[15]]  # the demo has 15 departments
