@@ -32,6 +32,10 @@ class Skip:
     question_id: str
     db_id: str
     reason: str
+    question: Question | None = field(default=None, repr=False, compare=False)  # for work that needs no run
+
+    def to_json(self) -> dict[str, str]:
+        return {"question_id": self.question_id, "db_id": self.db_id, "reason": self.reason}
 
 
 @dataclass
@@ -125,7 +129,7 @@ def _runnable(suite: Suite, databases: Path, tables: Path | None, db_url: str | 
             suite.targets[question.db_id] = str(path)
             kept.append(question)
         else:
-            suite.skipped.append(Skip(question.id, question.db_id, "database file absent"))
+            suite.skipped.append(Skip(question.id, question.db_id, "database file absent", question))
     suite.questions = kept
     if tables is not None and Path(tables).is_file():
         _describe(suite, tables, databases)
@@ -136,7 +140,8 @@ def _on_server(suite: Suite, db_url: str | None) -> Suite:
     suite.order = suite.order or [q.id for q in suite.questions]
     if not db_url:
         for question in suite.questions:
-            suite.skipped.append(Skip(question.id, question.db_id, f"no {suite.dialect} server given (--db-url)"))
+            reason = f"no {suite.dialect} server given (--db-url)"
+            suite.skipped.append(Skip(question.id, question.db_id, reason, question))
         suite.questions = []
         return suite
     for question in suite.questions:
