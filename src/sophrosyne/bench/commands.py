@@ -191,8 +191,10 @@ def tokens_command(
     json_path: JsonOption = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Tokens per database without a model: a whole-schema prompt with sample values (coarse) against
-    list_tables with directives plus describe_table of the gold tables (fine), counted with o200k.
+    """Tokens per database without a model: the whole schema (coarse) against exploring what is needed (fine).
+
+    Coarse: every table described with sample values. Fine: list_tables with directives plus describe_table
+    of the gold tables. Counted with o200k, offline.
 
     Databases shipped without data are described from an empty copy of their schema (marked `values: no`).
 
@@ -266,3 +268,51 @@ def print_tokens(result: dict[str, Any]) -> None:
         f"[bold]All: {s['databases']} databases; coarse/fine median {_cell(s['ratio_median'])}, "
         f"p90 {_cell(s['ratio_p90'])}[/]"
     )
+
+
+@bench_app.command("report")
+def report_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run files (JSONL) of `bench run`; shards are merged.")],
+    json_path: JsonOption = None,
+    html_path: Annotated[Path | None, typer.Option("--html", help="Write the self-contained HTML page here.")] = None,
+    curve: Annotated[
+        bool, typer.Option(help="Compute the directive curve on the run's questions (the directives benchmark).")
+    ] = True,
+    directives: Annotated[
+        Path | None, typer.Option(help="Take the directive curve from this `bench directives --json` file instead.")
+    ] = None,
+) -> None:
+    """A run's figures per arm, per difficulty and per database: a table, JSON, and an HTML page.
+
+    Accuracy, over-exploration, tokens and cost with 95% intervals; the HTML page (no network needed) has the
+    plots, the directive curve and a browser of every question's trace.
+
+    Example: sophrosyne bench report bench-out/run.jsonl --html bench-out/report.html --json bench-out/report.json
+    """
+    from sophrosyne.bench.report import build_html, curve_for, print_runs
+    from sophrosyne.bench.runs import read_runs, summarize_runs
+
+    with reported():
+        records = read_runs(runs)
+        if not records:
+            raise typer.BadParameter("the run files hold no records.")
+        result = summarize_runs(records)
+        print_runs(result)
+        found = None
+        if directives is not None:
+            bench = json.loads(Path(directives).read_text(encoding="utf-8"))
+            point = bench["summary"]["directives"]
+            found = {
+                "points": bench["curve"],
+                "used": {"safe_rate": point["safe_rate"], "prune_rate": point["prune_rate"]},
+                "note": f"from {directives.name}",
+            }
+        elif curve and html_path is not None:
+            found = curve_for(records)
+        result["directive_curve"] = found
+        if json_path:
+            write_json(result, json_path)
+        if html_path:
+            Path(html_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(html_path).write_text(build_html(result, records, found), encoding="utf-8")
+            console.print(f"[dim]wrote {html_path}[/]")

@@ -99,14 +99,16 @@ def measure(
     final_sql: str | None,
     catalog: Catalog | None,
     dialect: str | None = None,
+    extra_tables: Iterable[str] = (),
     tokens_in: int | None = None,
     tokens_out: int | None = None,
     response_tokens: int | None = None,
     wall_s: float = 0.0,
     cost: float | None = None,
 ) -> Exploration:
-    """Exploration metrics of one question from its tool calls `(tool, arguments)` in order."""
-    explored: set[str] = set()
+    """Exploration metrics of one question from its tool calls `(tool, arguments)` in order; `extra_tables`
+    are tables read some other way (a Python program's queries)."""
+    explored: set[str] = canonical(extra_tables, catalog)
     count = 0
     for tool, arguments in calls:
         count += 1
