@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from sophrosyne.settings import Settings
 
 ARMS = ("coarse", "none", "directives", "oracle")
+PER_QUESTION = ("directives", "oracle")  # arms whose Environment carries one question's directives
 Status = Callable[[int, int, str], None]
 
 
@@ -64,8 +65,8 @@ class BenchTools(EnvironmentTools):
 
 class Toolboxes:
     """Open toolboxes, one per database and arm, opened and closed by the run's own task (an MCP session must
-    end in the task that began it). The oracle's carries one question's gold SQL, so each oracle question
-    opens (and closes) its own."""
+    end in the task that began it). The directives and oracle arms open one per question instead (see
+    `Environments`)."""
 
     def __init__(self, environments: Environments) -> None:
         self.environments = environments
@@ -73,7 +74,9 @@ class Toolboxes:
         self._open: dict[tuple[str, str], BenchTools] = {}
 
     async def open(self, question: Question, arm: str) -> None:
-        if arm == "oracle" or (question.db_id, arm) in self._open:
+        if arm in PER_QUESTION or (question.db_id, arm) in self._open:
+            if arm == "directives":  # its indexes are built here, in the run's task, before any question
+                await asyncio.to_thread(self.environments.get, question.db_id, arm)
             return
         env = await asyncio.to_thread(self.environments.for_question, question, arm)
         tools = BenchTools(env, sql_only=arm == "coarse")
@@ -168,8 +171,11 @@ class RecordWriter:
 
 
 class Environments:
-    """One Environment per database and directive mode, shared by the questions running at once; the oracle
-    gets its own per question (it carries that question's gold SQL) over the same open database."""
+    """The Environments of a run. Arms without per-question directive state (coarse, none) share one per
+    database; `directives` and `oracle` get one per question over the same open database, because an
+    Environment remembers the directives it gave last (for its reminders), which must stay with their question.
+    The directive indexes are built once per database, before any question, so that every question sees the
+    same finished indexes (a value index built under a time budget while questions run would not)."""
 
     def __init__(self, suite: Suite, settings: Settings) -> None:
         self.suite = suite
@@ -187,18 +193,20 @@ class Environments:
                 settings = self.settings.model_copy(update={"directives": mode})
                 target = self.suite.targets[db_id]
                 env = Environment.open(target, settings=settings, descriptions=self.suite.descriptions.get(db_id))
+                if mode == "directives":
+                    env.moderator.warm()  # the schema and value indexes, built (or loaded) once, now
                 self._open[(db_id, mode)] = env
             return env
 
     def for_question(self, question: Question, arm: str) -> Environment:
         from sophrosyne.environment import Environment
 
-        if arm != "oracle":
-            return self.get(question.db_id, "none" if arm == "coarse" else arm)
-        base = self.get(question.db_id, "none")
-        settings = self.settings.model_copy(update={"directives": "oracle"})
-        env = Environment(base.db, settings=settings, descriptions=self.suite.descriptions.get(question.db_id))
-        env.set_oracle(question.sql)
+        if arm in ("coarse", "none"):
+            return self.get(question.db_id, "none")
+        base = self.get(question.db_id, arm)
+        env = Environment(base.db, settings=base.settings, descriptions=self.suite.descriptions.get(question.db_id))
+        if arm == "oracle":
+            env.set_oracle(question.sql)
         return env
 
     def schema(self, db_id: str) -> str:
@@ -282,7 +290,7 @@ async def answer(
     outcome: Outcome | None = None
     failure: str | None = None
     async with AsyncExitStack() as stack:
-        if arm == "oracle":
+        if arm in PER_QUESTION:
             env = await asyncio.to_thread(environments.for_question, question, arm)
             tools = await stack.enter_async_context(BenchTools(env))
         else:
