@@ -139,3 +139,15 @@ def test_a_killed_run_resumes_without_redoing_finished_questions_and_shards_merg
     assert {k: stable_view(r) for k, r in _by_key(merged).items()} == {
         k: stable_view(r) for k, r in _by_key(out).items()
     }
+
+
+def test_the_flex_solver_runs_in_the_harness(tmp_path: Path, model_env: dict[str, str]) -> None:
+    out = tmp_path / "flex.jsonl"
+    args = ["--dataset", "bird-dev", "--db", "superhero", "--limit", "2", "--arm", "none", "--arm", "directives"]
+    bench("run", *args, "--solver", "flex", "--quiet", "--out", str(out))
+    records = read_runs([out])
+    assert len(records) == 4 and {r["solver"] for r in records} == {"flex"}
+    for record in records:
+        assert record["outcome"] == "answer", record["reason"]
+        assert any(s["name"] == "execute_sql" and s["plan"] == 1 for s in record["trace"])  # the plan's program
+        assert record["exploration"]["explored"] and record["exploration"]["tokens_in"] > 0

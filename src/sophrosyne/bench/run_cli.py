@@ -64,6 +64,7 @@ def run_command(
     Example: sophrosyne bench run --dataset bird-dev --limit 50 --concurrency 8 --out bench-out/run.jsonl
     """
     import asyncio
+    import logging
 
     from sophrosyne.bench.run import ARMS, RunPlan, run_plan
     from sophrosyne.bench.runs import read_runs, summarize_runs
@@ -97,6 +98,11 @@ def run_command(
             question_timeout_s=question_timeout,
         )
 
+        # The MCP SDK turns the root logger to INFO whenever a server is built; its request logs and the HTTP
+        # clients' would bury the progress bar.
+        for name in ("mcp", "httpx", "httpx2", "openai"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
         async def go() -> Any:
             try:
                 with status_bar("run", not quiet) as update:
@@ -105,14 +111,14 @@ def run_command(
                 await llm.aclose()
 
         totals = asyncio.run(go())
+        skipped = ", ".join(f"{n} {reason}" for reason, n in suite.skipped_by_reason().items())
         console.print(
             f"{totals.done} answer(s) this run, {totals.skipped} already in {escape(str(out))}; "
-            f"{totals.failed} failed (a rerun retries them). {len(suite.skipped)} question(s) skipped "
-            f"(database absent)."
+            f"{totals.failed} failed (a rerun retries them)."
+            + (f" Questions of the dataset skipped: {escape(skipped)}." if skipped else "")
         )
-        result = summarize_runs(
-            [r for r in read_runs([out]) if r.get("question_id") in {q.id for q in suite.questions}]
-        )
+        ran = {q.id for q in suite.questions}
+        result = summarize_runs([r for r in read_runs([out]) if r.get("question_id") in ran])
         from sophrosyne.bench.report import print_runs
 
         print_runs(result)
