@@ -114,7 +114,7 @@ class RunTotals:
     done: int = 0
     correct: int = 0
     cost: float = 0.0
-    skipped: int = 0
+    already: int = 0  # recorded by an earlier run of the same output file
     failed: int = 0
     total: int = 0
     by_arm: dict[str, list[int]] = field(default_factory=dict)
@@ -237,7 +237,7 @@ async def run_plan(plan: RunPlan, model: ModelClient, status: Status | None = No
     """Run every (arm, question) not yet recorded in `plan.out`, `plan.concurrency` at a time."""
     done = finished_keys(plan.out)
     tasks = plan_tasks(plan, done)
-    totals = RunTotals(skipped=len(done), total=len(tasks))
+    totals = RunTotals(already=len(done), total=len(tasks))
     writer = RecordWriter(plan.out)
     environments = Environments(plan.suite, plan.settings)
     toolboxes = Toolboxes(environments)

@@ -113,7 +113,7 @@ def run_command(
         totals = asyncio.run(go())
         skipped = ", ".join(f"{n} {reason}" for reason, n in suite.skipped_by_reason().items())
         console.print(
-            f"{totals.done} answer(s) this run, {totals.skipped} already in {escape(str(out))}; "
+            f"{totals.done} answer(s) this run, {totals.already} already in {escape(str(out))}; "
             f"{totals.failed} failed (a rerun retries them)."
             + (f" Questions of the dataset skipped: {escape(skipped)}." if skipped else "")
         )
