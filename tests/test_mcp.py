@@ -179,8 +179,11 @@ def test_each_tool_returns_text_and_only_execute_sql_a_structured_copy(session: 
     result = session.call(name, CALLS[name])
     assert not result.is_error, text_of(result)
     assert text_of(result).strip()
-    # Rows are what a program reads typed; every other answer is read by a model, as text.
-    assert isinstance(result.structured_content, dict) if name == "execute_sql" else result.structured_content is None
+    # Rows (and directives) are what a program reads typed; every other answer is read by a model, as text.
+    if name in ("execute_sql", "list_tables"):
+        assert isinstance(result.structured_content, dict)
+    else:
+        assert result.structured_content is None
 
 
 def test_results_carry_the_data(session: Session) -> None:

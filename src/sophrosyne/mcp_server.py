@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from sophrosyne.audit import AuditLog, statements
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, ConfigError, SophrosyneError
-from sophrosyne.results import QueryOutput, count_tokens, render
+from sophrosyne.results import QueryOutput, TableList, count_tokens, fit_rows, new_nonce, render, render_table
 from sophrosyne.settings import Settings
 from sophrosyne.sources import Sources, load_sources
 
@@ -59,6 +59,16 @@ def _respond_rows(result: QueryOutput) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=render(result))],
         structured_content=result.model_dump(mode="json"),
+    )
+
+
+def _respond_directives(result: TableList) -> CallToolResult:
+    """The directives also as structured content (a harness records which tables were named); the table list,
+    which can be long, is in the text only."""
+    directives = [d.model_dump(mode="json") for d in result.directives]
+    return CallToolResult(
+        content=[TextContent(type="text", text=render(result))],
+        structured_content={"directives": directives, "directive_note": result.directive_note},
     )
 
 
@@ -191,9 +201,11 @@ def build_server(
     name: str = "sophrosyne",
     http_url: str | None = None,
     require_token: bool = False,
+    allow_python: bool = False,
 ) -> MCPServer:
     """An MCP server exposing the tools over one or several sources; with `require_token`, HTTP callers need a
-    bearer token that a source's policy lists."""
+    bearer token that a source's policy lists; with `allow_python`, also `run_python` (a sandboxed program
+    whose `sql()` runs as the caller's role)."""
     sources = target if isinstance(target, Sources) else Sources.single(target)
     auth: dict[str, Any] = {}
     if require_token:
@@ -245,7 +257,7 @@ def build_server(
 
         Example: list_tables(question="How many employees were absent last month?")
         """
-        return _respond(_caller(sources, source).list_tables(question=question, knowledge=knowledge))
+        return _respond_directives(_caller(sources, source).list_tables(question=question, knowledge=knowledge))
 
     @tool
     @mapped
@@ -325,6 +337,8 @@ def build_server(
         """
         return _respond(_caller(sources, source).explain_sql(sql))
 
+    if allow_python:
+        _add_run_python(server, sources, mapped)
     server.middleware.append(_WarmAfterHandshake(sources))
     return server
 
@@ -346,17 +360,77 @@ class _WarmAfterHandshake:
         return result
 
 
+class ProgramOutput(BaseModel):
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    output: str = ""
+    sql_calls: int = 0
+    elapsed_ms: float = 0.0
+
+
+def _add_run_python(server: MCPServer, sources: Sources, mapped: Callable[[ToolFn], ToolFn]) -> None:
+    from sophrosyne.agent.python_exec import PythonExecutor
+    from sophrosyne.agent.tools import environment_rows
+
+    settings = next(iter(sources.environments.values())).settings
+    executor = PythonExecutor(settings)
+
+    # Rows as structured content too (a program reads them typed), without an output schema to validate.
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    @mapped
+    def run_python(
+        code: Annotated[
+            str,
+            Field(
+                description="A Python program. sql(query) runs one read-only query and returns a pandas DataFrame "
+                "(pd is pandas); assign the answer to `result`."
+            ),
+        ],
+        source: Source = None,
+    ) -> CallToolResult:
+        """Run a Python program in a sandbox (no network, no files outside its own folder, CPU, memory and time
+        limits) for transformations awkward in SQL. Its sql() goes through the same read-only, role-filtered
+        path as execute_sql.
+
+        Example: run_python(code="df = sql('SELECT department FROM employees')\nresult = df.value_counts()")
+        """
+        caller = _caller(sources, source)
+        ran = executor.run(code, lambda query: environment_rows(caller, query))
+        rows, _ = fit_rows(ran.columns, ran.rows, caller.settings.token_budget)
+        output = ProgramOutput(
+            columns=ran.columns,
+            rows=rows,
+            row_count=len(rows),
+            output=ran.output,
+            sql_calls=len(ran.sql_calls),
+            elapsed_ms=round(ran.ms, 2),
+        )
+        cut = f" (showing {len(rows)} of {len(ran.rows)})" if len(rows) < len(ran.rows) else ""
+        text = f"{len(rows)} rows{cut} from {output.sql_calls} sql() calls\n" + render_table(
+            output.columns, rows, new_nonce()
+        )
+        if ran.output:
+            text += f"\nprinted:\n{ran.output}"
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=output.model_dump(mode="json")
+        )
+
+
 def serve(
     target: Environment | Sources,
     *,
     http: bool = False,
     host: str = "127.0.0.1",
     port: int = 8000,
+    allow_python: bool = False,
 ) -> None:
     """Run the server over stdio (default) or streamable HTTP until interrupted."""
     sources = target if isinstance(target, Sources) else Sources.single(target)
     require_token = http and any(env.policy is not None for env in sources.environments.values())
-    server = build_server(sources, http_url=f"http://{host}:{port}", require_token=require_token)
+    server = build_server(
+        sources, http_url=f"http://{host}:{port}", require_token=require_token, allow_python=allow_python
+    )
     if http:
         server.run("streamable-http", host=host, port=port, stateless_http=True)
     else:
@@ -387,6 +461,7 @@ class ServeSpec(BaseModel):
     role: str | None = None
     directives: str | None = None
     audit_log: Path | None = None
+    allow_python: bool = False
 
     def open(self) -> Sources:
         """The sources file's databases, or the one database given."""
@@ -430,5 +505,5 @@ def http_app() -> Starlette:
         warm_in_background(env)
     url = f"http://{spec.host}:{spec.port}"
     require_token = any(env.policy is not None for env in sources.environments.values())
-    server = build_server(sources, http_url=url, require_token=require_token)
+    server = build_server(sources, http_url=url, require_token=require_token, allow_python=spec.allow_python)
     return server.streamable_http_app(stateless_http=True, host=spec.host)
