@@ -13,7 +13,8 @@ from mcp import Client
 
 from sophrosyne.cli import demo_path
 from sophrosyne.environment import Environment
-from sophrosyne.mcp_server import build_server, lean_schema
+from sophrosyne.mcp_server import build_server
+from sophrosyne.surface import lean_schema
 
 # Issue 10: tool definitions plus server instructions within 1,200 o200k tokens.
 SURFACE_TOKENS = 1200

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import os
 import threading
@@ -18,7 +17,6 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 
@@ -28,6 +26,7 @@ from sophrosyne.errors import AccessDenied, ConfigError, SophrosyneError
 from sophrosyne.results import QueryOutput, TableList, count_tokens, fit_rows, new_nonce, render, render_table
 from sophrosyne.settings import Settings
 from sophrosyne.sources import Sources, load_sources
+from sophrosyne.surface import LeanServer
 
 logger = logging.getLogger("sophrosyne.mcp")
 
@@ -161,38 +160,6 @@ def _caller(sources: Sources, source: str | None) -> Environment:
     if role not in env.policy.roles:
         raise AccessDenied("the token's role no longer exists.", hint="Ask for a new token.")
     return env.for_role(env.policy.role(role))
-
-
-class LeanServer(MCPServer):
-    """An MCPServer whose tool definitions carry no schema boilerplate (titles, `anyOf` with null, null
-    defaults): every client pays for the definitions in tokens before its first call."""
-
-    async def list_tools(self) -> list[MCPTool]:
-        return [
-            tool.model_copy(
-                update={
-                    "description": inspect.cleandoc(tool.description or ""),
-                    "input_schema": lean_schema(tool.input_schema),
-                }
-            )
-            for tool in await super().list_tools()
-        ]
-
-
-def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same arguments with less text: optional values are simply not required."""
-    properties = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        prop = {k: v for k, v in prop.items() if k != "title" and not (k == "default" and v is None)}
-        options = prop.pop("anyOf", None)
-        if options is not None:
-            kept = [o for o in options if o.get("type") != "null"]
-            prop = {**(kept[0] if len(kept) == 1 else {"anyOf": kept}), **prop}
-        properties[name] = prop
-    lean: dict[str, Any] = {"type": "object", "properties": properties}
-    if schema.get("required"):
-        lean["required"] = schema["required"]
-    return lean
 
 
 def build_server(
