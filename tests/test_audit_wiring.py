@@ -44,7 +44,7 @@ def test_each_call_is_one_record_with_the_sql_as_executed(tmp_path: Path) -> Non
     assert [r["tool"] for r in records] == ["list_tables", "execute_sql", "execute_sql", "describe_table"]
     assert {r["role"] for r in records} == {"ops_manager"}
     count = records[1]
-    assert count["arguments"] == {"sql": "SELECT COUNT(*) AS n FROM employees", "limit": None}
+    assert count["arguments"] == {"sql": "SELECT COUNT(*) AS n FROM employees", "limit": None, "source": None}
     assert count["sql_written"] == "SELECT COUNT(*) AS n FROM employees"
     assert "_sec_employees" in count["sql_executed"] and "D042" in count["sql_executed"]
     assert count["rows"] == 1 and count["response_tokens"] > 0 and count["ms"] > 0

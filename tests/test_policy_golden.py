@@ -60,7 +60,13 @@ def golden_catalog() -> Catalog:
             for c in schema.expressions
         ]
         kind = "view" if statement.kind == "VIEW" else "table"
-        tables[name] = Table(name=name, columns=columns, kind=kind)
+        keys = [
+            c.name
+            for c in schema.expressions
+            if isinstance(c, exp.ColumnDef)
+            and any(isinstance(k.kind, exp.PrimaryKeyColumnConstraint) for k in c.constraints)
+        ]
+        tables[name] = Table(name=name, columns=columns, kind=kind, primary_key=keys)
     return Catalog(tables=tables, dialect="sqlite")
 
 

@@ -390,6 +390,27 @@ def test_explain_sql_hints_come_from_the_sizes_a_role_sees(large_db: Database) -
     assert any(h.startswith("full scan of notes (~1,000,000 rows)") for h in plan.hints), plan.hints
 
 
+def test_explain_sql_names_the_unindexed_filter_column(engine: str, large_db: Database) -> None:
+    if engine == "duckdb":
+        pytest.skip("DuckDB scans by zone maps and says nothing of indexes: it gets the plan's hints only")
+    plan = Environment(large_db).explain_sql("SELECT * FROM notes WHERE tag = 'pricing'")
+    expected = "full scan of notes (~1,000,000 rows): it is filtered on tag, which no index leads; a filter on note_id"
+    assert any(h.startswith(expected) for h in plan.hints), plan.hints
+    joined = Environment(large_db).explain_sql(
+        "SELECT n.note_id FROM notes AS n JOIN departments AS d ON d.dept_name = n.tag"
+    )
+    assert any(h.startswith("join departments.dept_name = notes.tag has no index") for h in joined.hints), joined.hints
+    # A filtered table's size is not the role's to know: no size-based hint about it.
+    assert Environment(large_db, role=FILTERED).explain_sql("SELECT * FROM notes WHERE tag = 'pricing'").hints == []
+
+
+def test_a_slow_execute_sql_comes_back_with_hints(large_db: Database) -> None:
+    sql = "SELECT note_id FROM notes WHERE body LIKE '%discount%'"
+    assert Environment(large_db).execute_sql(sql).hints == []  # fast: no hints
+    slow = Environment(large_db, settings=Settings(slow_query_s=1e-9)).execute_sql(sql)
+    assert any(h.startswith("leading-wildcard LIKE on notes.body") for h in slow.hints), slow.hints
+
+
 # -- errors an agent can fix --------------------------------------------------------------------------------
 
 

@@ -14,14 +14,16 @@ __version__ = "0.1.0"
 _HOMES = {
     "sophrosyne.environment": "Environment",
     "sophrosyne.settings": "Settings",
+    "sophrosyne.sources": "Sources SourceSpec load_sources",
     "sophrosyne.policy": "Policy Role TableRule hash_token load_policy",
     "sophrosyne.errors": (
-        "SophrosyneError ConfigError ConnectionFailed UnknownTable UnknownColumn InvalidArgument RejectedSQL "
+        "SophrosyneError ConfigError ConnectionFailed UnknownTable UnknownColumn UnknownSource InvalidArgument "
+        "RejectedSQL "
         "SQLSyntaxError QueryTimeout QueryFailed AccessDenied"
     ),
     "sophrosyne.results": (
-        "SourceInfo TableSummary TableGroupInfo Directive TableList ColumnInfo TableDescription ValueCount "
-        "DistinctValues TableRows FoundRows SchemaHit SchemaHits QueryOutput QueryPlan"
+        "SourceInfo SourceList SourceRelevance TableSummary TableGroupInfo Directive TableList ColumnInfo "
+        "TableDescription ValueCount DistinctValues TableRows FoundRows SchemaHit SchemaHits QueryOutput QueryPlan"
     ),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names.split()}
@@ -49,6 +51,10 @@ __all__ = [
     "Settings",
     "SophrosyneError",
     "SourceInfo",
+    "SourceList",
+    "SourceRelevance",
+    "SourceSpec",
+    "Sources",
     "TableDescription",
     "TableGroupInfo",
     "TableList",
@@ -56,11 +62,13 @@ __all__ = [
     "TableRule",
     "TableSummary",
     "UnknownColumn",
+    "UnknownSource",
     "UnknownTable",
     "ValueCount",
     "__version__",
     "hash_token",
     "load_policy",
+    "load_sources",
 ]
 
 
@@ -90,6 +98,7 @@ if TYPE_CHECKING:
         SophrosyneError,
         SQLSyntaxError,
         UnknownColumn,
+        UnknownSource,
         UnknownTable,
     )
     from sophrosyne.policy import Policy, Role, TableRule, hash_token, load_policy
@@ -103,6 +112,8 @@ if TYPE_CHECKING:
         SchemaHit,
         SchemaHits,
         SourceInfo,
+        SourceList,
+        SourceRelevance,
         TableDescription,
         TableGroupInfo,
         TableList,
@@ -111,3 +122,4 @@ if TYPE_CHECKING:
         ValueCount,
     )
     from sophrosyne.settings import Settings
+    from sophrosyne.sources import Sources, SourceSpec, load_sources

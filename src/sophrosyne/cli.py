@@ -213,24 +213,40 @@ def sql(
 @app.command()
 def sources(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
+    sources_file: Annotated[
+        Path | None, typer.Option("--sources", help="TOML file of several databases, as `serve --sources` takes.")
+    ] = None,
+    question: Annotated[str | None, typer.Option(help="A question: the sources likely irrelevant are named.")] = None,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show the database a server would serve: name, dialect, table count.
+    """Show the databases a server would serve: name, dialect, table count, description.
 
     Example: sophrosyne sources postgresql://postgres@127.0.0.1/test
+    Example: sophrosyne sources --sources sources.toml --question "Which customers ordered teapots?"
     """
     from sophrosyne.display import emit
+    from sophrosyne.mcp_server import ServeSpec
 
     with reported():
-        emit(open_env(resolve_db(db), config, policy=policy, role=role).list_sources(), as_json)
+        if sources_file is not None and db is not None:
+            raise ConfigError("give a database or --sources, not both.")
+        spec = ServeSpec(
+            db=None if sources_file else resolve_db(db), sources=sources_file, config=config, policy=policy, role=role
+        )
+        opened = spec.open()
+        emit(opened.list_sources(dict(opened.environments), question).sources, as_json)
 
 
 @app.command()
 def serve(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
+    sources: Annotated[
+        Path | None,
+        typer.Option("--sources", help="TOML file of several databases (name, path or url, description, policy)."),
+    ] = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
@@ -251,47 +267,71 @@ def serve(
     policy: PolicyOption = None,
     role: RoleOption = None,
 ) -> None:
-    """Serve the database to agents over MCP (stdio by default, or streamable HTTP).
+    """Serve databases to agents over MCP (stdio by default, or streamable HTTP).
 
     Example: sophrosyne serve demo            (stdio, for Claude Code, Cursor, OpenCode)
     Example: sophrosyne serve my.db --http --port 8000 --policy policy.toml --workers 2
+    Example: sophrosyne serve --sources sources.toml --http
     Example: sophrosyne serve demo --allow-python   (adds run_python, a sandboxed Python tool)
 
     Over stdio the role comes from --role; over HTTP with a policy, each request's bearer token names it.
+    On start, the exact client configuration for this way of serving is printed on stderr.
     """
-    from sophrosyne.mcp_server import ServeSpec, serve_workers, warm_in_background
+    from sophrosyne.client_config import client_configuration, serve_arguments, server_command
+    from sophrosyne.mcp_server import ServeSpec, serve_workers
     from sophrosyne.mcp_server import serve as run_server
 
     with reported():
         if workers > 1 and not http:
             raise ConfigError("--workers needs --http.", hint="Over stdio the agent starts one server itself.")
-        env = open_env(
-            resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives, audit_log=audit_log
+        if sources is not None and db is not None:
+            raise ConfigError("give a database or --sources, not both.", hint="Add the database to the sources file.")
+        spec = ServeSpec(
+            db=None if sources is not None else resolve_db(db),
+            sources=sources,
+            host=host,
+            port=port,
+            config=config,
+            descriptions=descriptions,
+            policy=policy,
+            role=role,
+            directives=directives,
+            audit_log=audit_log,
+            allow_python=allow_python,
         )
+        opened = spec.open()
         if allow_python:
             from sophrosyne.agent.python_exec import check_sandbox
 
-            check_sandbox(env.settings)  # refuse to start rather than offer Python less isolated
-        warm_in_background(env)
-        err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
-        if http:
-            err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp")
+            # Refuse to start rather than offer Python less isolated.
+            check_sandbox(next(iter(opened.environments.values())).settings)
+        for name, env in opened.environments.items():
+            err_console.print(f"{name}: {env.db.dialect} at {env.db.display_url}", highlight=False, markup=False)
+        options: dict[str, str | Path | None] = {
+            "sources": sources,
+            "config": config,
+            "descriptions": descriptions,
+            "policy": policy,
+            "role": role,
+            "directives": directives,
+            "audit_log": audit_log,
+        }
+        url = f"http://{host}:{port}/mcp" if http else None
+        token = http and any(env.policy is not None for env in opened.environments.values())
+        args = serve_arguments(None if sources is not None else (db or DEMO), options)
+        if allow_python:
+            args.append("--allow-python")
+        err_console.print(
+            client_configuration(server_command(), args, http_url=url, token=token),
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
         if workers > 1:
-            spec = ServeSpec(
-                db=resolve_db(db),
-                host=host,
-                port=port,
-                config=config,
-                descriptions=descriptions,
-                policy=policy,
-                role=role,
-                directives=directives,
-                audit_log=audit_log,
-                allow_python=allow_python,
-            )
+            opened.close()
             serve_workers(spec, workers)
         else:
-            run_server(env, http=http, host=host, port=port, allow_python=allow_python)
+            run_server(opened, http=http, host=host, port=port, allow_python=allow_python)
 
 
 @app.command()

@@ -63,6 +63,8 @@ class Database:
         self.name = name
         self.settings = settings
         self._catalog: Catalog | None = None
+        self._index_leads: dict[str, set[str]] | None = None
+        self._index_leads_read = False
         self._lock = threading.Lock()
 
     @property
@@ -89,16 +91,35 @@ class Database:
                 self._catalog = read_catalog(self)
             return self._catalog
 
+    def index_leads(self) -> dict[str, set[str]] | None:
+        """Lower-cased table -> lower-cased first columns of its indexes, read once (for performance hints);
+        None where the engine does not say."""
+        if not self._index_leads_read:
+            try:
+                with self.session(self.settings.timeout_s) as cursor:
+                    pairs = self.engine.index_leads(cursor)
+            except SophrosyneError:
+                pairs = None  # no hints rather than a failed tool call
+            leads: dict[str, set[str]] | None = None
+            if pairs is not None:
+                leads = {}
+                for table, column in pairs:
+                    leads.setdefault(table.lower(), set()).add(column.lower())
+            self._index_leads, self._index_leads_read = leads, True
+        return self._index_leads
+
     def refresh_catalog(self) -> Catalog:
         with self._lock:
             self._catalog = None
         return self.catalog()
 
-    def run(self, sql: str, *, limit: int | None = None, timeout_s: float | None = None) -> QueryResult:
-        """Run one statement in a read-only session; fetch at most `limit` rows."""
+    def run(
+        self, sql: str, *, limit: int | None = None, timeout_s: float | None = None, fenced: bool = False
+    ) -> QueryResult:
+        """Run one statement in a read-only session; fetch at most `limit` rows. `fenced`: see Engine.session."""
         timeout = timeout_s if timeout_s is not None else self.settings.timeout_s
         started = time.perf_counter()
-        with self.session(timeout) as cursor:
+        with self.session(timeout, fenced=fenced) as cursor:
             cursor.execute(sql)
             description = cursor.description
             columns = [str(d[0]) for d in description] if description else []
@@ -113,11 +134,11 @@ class Database:
         return QueryResult(columns, rows, truncated, (time.perf_counter() - started) * 1000)
 
     @contextmanager
-    def session(self, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         """A cursor inside a read-only transaction with a statement deadline; the engine's errors are translated."""
         raw = self.pool.acquire()
         try:
-            with self.engine.session(raw, timeout_s) as cursor:
+            with self.engine.session(raw, timeout_s, fenced=fenced) as cursor:
                 yield cursor
         except self.pool.errors as exc:
             raise _translate(exc, timeout_s) from None

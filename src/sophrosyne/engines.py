@@ -58,6 +58,13 @@ class Engine:
     # fences it where the engine honours that, a LIMIT stops merging and predicate push-down elsewhere.
     fence_materialized: ClassVar[bool] = False
     fence_limit: ClassVar[str | None] = None
+    # Whether `GROUP BY t.pk` lets other columns of `t` be selected only when `t` is a base table (PostgreSQL's
+    # functional dependency), so that a role's CTE for `t` needs them grouped too.
+    groups_by_key_on_base_tables_only: ClassVar[bool] = False
+    # Whether an unaliased computed column is named by its SQL text (so a rewrite must not change that text).
+    names_columns_by_text: ClassVar[bool] = False
+    # Whether inner joins of fenced CTEs are pinned to the written order (see Rewriter._join_in_written_order).
+    joins_fences_in_written_order: ClassVar[bool] = False
     # The statement prefix that asks for a plan, and a plan line naming a table read whole.
     explain: ClassVar[str] = "EXPLAIN"
     full_scan: ClassVar[re.Pattern[str] | None] = None
@@ -77,8 +84,12 @@ class Engine:
         return f"<engine {self.name}>"
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
-        """A cursor inside a read-only transaction with a statement deadline; always rolled back."""
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        """A cursor inside a read-only transaction with a statement deadline; always rolled back.
+
+        `fenced`: the statement joins fenced CTEs of a role (see policy/rewrite.py), which have no indexes
+        or column statistics; engines whose planner then picks quadratic nested loops are steered off them.
+        """
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
         yield  # pragma: no cover - makes this a generator
 
@@ -92,6 +103,11 @@ class Engine:
     def row_estimates(self, cursor: Cursor) -> dict[str, int]:
         """Row counts from the engine's statistics, by table; tables without any are left out."""
         return {}
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        """(table, column) for the first column of every index, primary keys included: the columns an
+        equality or range can seek on. None where unknown (DuckDB scans by zone maps): no index hints there."""
+        return None
 
     def read_tables(self, db: Database) -> Catalog:
         """Tables, views, columns, keys and comments (row estimates are filled in by catalog_reader)."""
@@ -142,6 +158,7 @@ class SQLite(FileEngine):
     fence_materialized = True
     # A LIMIT also stops SQLite pushing the query's conditions down into the CTE.
     fence_limit = "-1"
+    names_columns_by_text = True
     explain = "EXPLAIN QUERY PLAN"
     # The rewrite pins a role's tables as main.<table>: the schema is skipped.
     full_scan = re.compile(r"(?:^|\s)SCAN (?:TABLE )?(?:main\.)?\"?(\w+)")
@@ -164,7 +181,7 @@ class SQLite(FileEngine):
         return sqlite3.Error
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         deadline = time.monotonic() + timeout_s
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
         cursor = raw.cursor()
@@ -186,6 +203,19 @@ class SQLite(FileEngine):
             if head.isdigit():
                 estimates[table] = max(estimates.get(table, 0), int(head))
         return estimates
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT m.name, ii.name FROM sqlite_master AS m, pragma_index_list(m.name) AS il, "
+            "pragma_index_info(il.name) AS ii WHERE m.type = 'table' AND ii.seqno = 0"
+        )
+        leads = [(str(t), str(c)) for t, c in cursor.fetchall()]
+        # An INTEGER PRIMARY KEY is the rowid itself, with no index of its own.
+        cursor.execute(
+            "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+            "WHERE m.type = 'table' AND p.pk = 1"
+        )
+        return leads + [(str(t), str(c)) for t, c in cursor.fetchall()]
 
     def read_tables(self, db: Database) -> Catalog:
         return catalog_reader.read_sqlite(db)
@@ -216,7 +246,7 @@ class DuckDB(FileEngine):
         return duckdb.Error
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         import duckdb
 
         timer = threading.Timer(timeout_s, raw.interrupt)
@@ -253,6 +283,7 @@ class PostgreSQL(ServerEngine):
     default_schema = "public"
     recursive_ctes_see_later_siblings = True
     fence_materialized = True
+    groups_by_key_on_base_tables_only = True
     full_scan = re.compile(r"Seq Scan on \"?(\w+)")
     has_ilike = True
 
@@ -266,11 +297,19 @@ class PostgreSQL(ServerEngine):
         return url.difference_update_query(["options"]), connect_args
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         cursor = raw.cursor()
         try:
-            cursor.execute("SET TRANSACTION READ ONLY")
-            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
+            # Settings local to this transaction, in one round trip: read-only (as SET TRANSACTION READ ONLY;
+            # the connection's default already is) and the statement deadline.
+            settings = {"transaction_read_only": "on", "statement_timeout": str(int(timeout_s * 1000))}
+            if fenced:
+                # A MATERIALIZED CTE has no statistics: an equality on it is guessed to keep 0.5% of the rows,
+                # and the planner then rescans one CTE per row of another (1.3 s against 9 ms on BIRD's
+                # toxicology). Without nested loops it hashes; where nothing else works it still nests, at a
+                # cost so high that JIT compilation would start (0.45 s): JIT is off for these statements.
+                settings |= {"enable_nestloop": "off", "jit": "off"}
+            cursor.execute("SELECT " + ", ".join(f"set_config('{k}', '{v}', true)" for k, v in settings.items()))
             yield cursor
         finally:
             cursor.close()
@@ -283,6 +322,15 @@ class PostgreSQL(ServerEngine):
         )
         return {name: int(n) for name, n in cursor.fetchall() if n is not None and n >= 0}
 
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] "
+            "WHERE n.nspname = current_schema()"
+        )
+        return [(str(t), str(c)) for t, c in cursor.fetchall()]
+
 
 class MySQL(ServerEngine):
     """MySQL and MariaDB: one SQL dialect, two names for the statement deadline."""
@@ -293,16 +341,24 @@ class MySQL(ServerEngine):
     replaced_drivers = ("mysqldb", "mysql", "mariadb")
     # The largest LIMIT there is: it keeps every row yet stops the CTE being merged into the query.
     fence_limit = "18446744073709551615"
+    joins_fences_in_written_order = True
+    names_columns_by_text = True
     zero_estimate_unknown = True
 
     @contextmanager
-    def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         cursor = raw.cursor()
         mariadb = "mariadb" in str(getattr(cursor.connection, "server_version", "")).lower()
         variable = "max_statement_time" if mariadb else "max_execution_time"
+        # MariaDB joins LIMIT-fenced derived tables, which have no keys, by block nested loops under its
+        # default join_cache_level 2 (a three-table join: 210 s against 0.4 s direct); level 4 hashes them.
+        # MySQL 8 hashes such joins by itself and has no such variable.
+        hashed = fenced and mariadb
         try:
             deadline = f"{timeout_s:.3f}" if mariadb else str(int(timeout_s * 1000))  # seconds vs milliseconds
             cursor.execute(f"SET SESSION {variable} = {deadline}")
+            if hashed:
+                cursor.execute("SET SESSION join_cache_level = 4")
             # DDL commits implicitly in MySQL; a read-only session default still refuses it after that.
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
             cursor.execute("START TRANSACTION READ ONLY")
@@ -312,6 +368,8 @@ class MySQL(ServerEngine):
                 raw.rollback()
                 # Session variables outlive the session on a pooled connection: give the deadline back.
                 cursor.execute(f"SET SESSION {variable} = 0")
+                if hashed:
+                    cursor.execute("SET SESSION join_cache_level = DEFAULT")
             finally:
                 cursor.close()
 
@@ -325,6 +383,13 @@ class MySQL(ServerEngine):
     def row_estimates(self, cursor: Cursor) -> dict[str, int]:
         cursor.execute("SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = DATABASE()")
         return {name: int(n) for name, n in cursor.fetchall() if n is not None}
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.statistics "
+            "WHERE table_schema = DATABASE() AND seq_in_index = 1"
+        )
+        return [(str(t), str(c)) for t, c in cursor.fetchall()]
 
 
 ENGINES: tuple[Engine, ...] = (SQLite(), DuckDB(), PostgreSQL(), MySQL())

@@ -15,6 +15,7 @@ from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type,
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.errors import ConfigError, InvalidArgument, QueryFailed, QueryTimeout
 from sophrosyne.grounding import Grounder, ValueCache, contains, table_ref
+from sophrosyne.hints import query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
@@ -78,9 +79,16 @@ class Environment:
         role: Role | None = None,
         role_name: str | None = None,
         descriptions: Path | None = None,
+        name: str | None = None,
     ) -> Environment:
-        """Open a database (URL or file path) read-only and wrap it, as the policy's role when one is set."""
+        """Open a database (URL, file path, or `demo`) read-only and wrap it, as the policy's role when one is set.
+
+        `name` is the source's name (default: the file's stem or the URL's database)."""
         settings = settings or Settings()
+        if str(target) == "demo":  # the embedded HR database, as on the command line
+            from importlib import resources
+
+            target = Path(str(resources.files("sophrosyne") / "data" / "demo.sqlite"))
         policy = load_policy(settings.policy_file) if settings.policy_file else None
         if role is None and policy is not None:
             role = policy.role(role_name) if role_name else policy.default_role
@@ -88,7 +96,7 @@ class Environment:
             raise ConfigError(
                 f"--role {role_name} needs a policy file.", hint="Pass --policy FILE or set SOPHROSYNE_POLICY_FILE."
             )
-        env = cls(open_database(target, settings), settings=settings, role=role, descriptions=descriptions)
+        env = cls(open_database(target, settings, name=name), settings=settings, role=role, descriptions=descriptions)
         env.policy = policy
         if policy is not None:
             policy.check(env.full_catalog)
@@ -317,7 +325,9 @@ class Environment:
             if cut_by_budget
             else None
         )
+        slow = result.elapsed_ms >= self.settings.slow_query_s * 1000
         return QueryOutput(
+            hints=query_hints(expression, self.catalog, self.db.index_leads()) if slow else [],
             columns=result.columns,
             rows=shown,
             row_count=len(shown),
@@ -366,11 +376,15 @@ class Environment:
         result, executed, expression = self._secure(sql, limit=500, explain=True)
         plan, scanned = self.db.engine.read_plan(result.columns, result.rows)
         # Sizes as this role sees them: a filtered table's full size is not its to know.
-        hints = [
+        hints = query_hints(expression, self.catalog, self.db.index_leads())
+        hints += [
             f"full scan of {t.name} (~{t.row_estimate:,} rows), a large table: filter on an indexed column "
             "or the leading column of a composite index."
             for t in self.catalog.tables.values()
-            if t.name.lower() in scanned and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
+            if t.name.lower() in scanned
+            and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
+            # The hint read from the query already names the column: the plan's adds nothing.
+            and not any(h.startswith(f"full scan of {t.name} (") for h in hints)
         ]
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
@@ -399,7 +413,7 @@ class Environment:
         executed = rewritten.sql(dialect=self.dialect)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
-            result = self.db.run(sent, limit=limit, timeout_s=timeout_s)
+            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=self.role.filters_rows)
         except QueryFailed as exc:
             raise explain_error(exc, expression, self.catalog, self.db.name) from None
         if explain:

@@ -44,6 +44,12 @@ class UnknownTable(SophrosyneError):
     code = "unknown_table"
 
 
+class UnknownSource(SophrosyneError):
+    """A source name the server does not serve, or none given where there are several."""
+
+    code = "unknown_source"
+
+
 class UnknownColumn(SophrosyneError):
     """A column that does not exist in a table (or that the role cannot see)."""
 

@@ -158,8 +158,9 @@ def _syntax_error(error: ParseError) -> SQLSyntaxError:
 
 
 def _token_error(sql: str, error: TokenError) -> SQLSyntaxError:
-    # The inner error names the offset where an unterminated string or comment starts.
-    match = _TOKEN_ERROR_AT.search(str(error.__cause__ or ""))
+    # The inner error names the offset where an unterminated string or comment starts. Compiled sqlglot
+    # (sqlglotc) keeps it as the context only: its `raise ... from` sets no cause.
+    match = _TOKEN_ERROR_AT.search(str(error.__cause__ or error.__context__ or ""))
     line = column = None
     if match and int(match.group(1)) <= len(sql):
         before = sql[: int(match.group(1))]

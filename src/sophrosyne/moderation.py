@@ -8,11 +8,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sophrosyne.catalog import Catalog
-from sophrosyne.directives import Directives, LLMColumnInference, compute_directives, oracle_directives
+from sophrosyne.directives import (
+    Directives,
+    DirectiveSettings,
+    LLMColumnInference,
+    compute_directives,
+    oracle_directives,
+    score_tables,
+)
 from sophrosyne.errors import ConfigError
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.values import values_path
-from sophrosyne.results import Directive, SchemaHit, shorten
+from sophrosyne.results import Directive, SchemaHit, SourceRelevance, shorten
 from sophrosyne.settings import Settings
 
 Fetch = Callable[[str, str, int], list[Any]]
@@ -104,6 +111,29 @@ class Moderator:
         self.given = {d.table.lower(): d for d in given}
         note = None if given else f"No directives for this question{': ' + computed.note if computed.note else ''}."
         return given, note
+
+    def relevance(self, question: str | None, knowledge: str | None) -> SourceRelevance | None:
+        """Whether this whole database is likely irrelevant to a question, before any table is named.
+
+        The same table scores directives keep tables by: when no table of the source reaches the threshold,
+        nothing in the question points here. Tiny schemas and the `none` mode give no verdict (None).
+        """
+        if self.settings.directives != "directives" or not (question or knowledge) or not self.catalog.tables:
+            return None
+        settings = DirectiveSettings()
+        scored = score_tables(question or "", knowledge, self.catalog, self.index, self.values, settings)
+        scores = scored.scores
+        if not scores:
+            return None
+        best = max(scores, key=lambda t: scores[t])
+        threshold = settings.threshold_for(scored.has_knowledge)
+        score = round(scores[best], 3)
+        if score >= threshold and not scored.abstain_note:
+            return SourceRelevance(
+                likely_irrelevant=False, best_table=best, score=score, reason=f"best match {best} ({score:.2f})"
+            )
+        reason = scored.abstain_note or f"no table matches the question well (best: {best}, {score:.2f})"
+        return SourceRelevance(likely_irrelevant=True, best_table=best, score=score, reason=reason)
 
     def _inference(self) -> LLMColumnInference | None:
         """The paper's column-name inference by an inexpensive model, only when one is configured."""

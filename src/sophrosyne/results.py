@@ -101,11 +101,26 @@ class Result(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
 
+class SourceRelevance(Result):
+    """Whether a source is likely irrelevant to a question: no table of it scores as a kept table would."""
+
+    likely_irrelevant: bool
+    best_table: str | None = None
+    score: float = 0.0
+    reason: str = ""
+
+
 class SourceInfo(Result):
     name: str
     dialect: str
     tables: int
     url: str
+    description: str = ""
+    relevance: SourceRelevance | None = None
+
+
+class SourceList(Result):
+    sources: list[SourceInfo]
 
 
 class TableSummary(Result):
@@ -213,6 +228,7 @@ class QueryOutput(Result):
     elapsed_ms: float
     reminder: str | None = None
     cut: str | None = None
+    hints: list[str] = Field(default_factory=list, description="performance hints, after a slow statement")
 
 
 class QueryPlan(Result):
@@ -318,6 +334,7 @@ def _render_query(r: QueryOutput, nonce: str) -> str:
     more = " (truncated: more rows exist)" if r.truncated else ""
     lines = [f"{r.row_count} rows{more} in {r.elapsed_ms:.0f} ms", render_table(r.columns, r.rows, nonce)]
     lines.extend(x for x in (r.reminder, r.cut) if x)
+    lines.extend(f"hint: {h}" for h in r.hints)
     lines.append(f"executed: {r.sql_executed}")
     return "\n".join(lines)
 
@@ -330,9 +347,23 @@ def _render_plan(r: QueryPlan, nonce: str) -> str:
     return "\n".join(lines)
 
 
-def _render_sources(r: BaseModel, nonce: str) -> str:
-    assert isinstance(r, SourceInfo)
-    return f"{r.name} ({r.dialect}, {r.tables} tables) at {r.url}"
+def _render_source(r: SourceInfo, nonce: str) -> str:
+    desc = f" — {r.description}" if r.description else ""
+    line = f"- {r.name} ({r.dialect}, {r.tables} tables){desc}"
+    if r.relevance is not None:
+        line += f" [{'likely irrelevant' if r.relevance.likely_irrelevant else 'relevant'}: {r.relevance.reason}]"
+    return line
+
+
+def _render_sources(r: SourceList, nonce: str) -> str:
+    # Descriptions are the administrator's; table names in the reasons come from the databases.
+    lines = [f"{len(r.sources)} sources:", open_data(nonce), *(_render_source(s, nonce) for s in r.sources)]
+    lines.append(close_data(nonce))
+    if any(s.relevance and s.relevance.likely_irrelevant for s in r.sources):
+        lines.append("Skip the sources marked likely irrelevant unless the evidence clearly needs them.")
+    if len(r.sources) > 1:
+        lines.append("Name the source in every other tool call: source=NAME.")
+    return "\n".join(lines)
 
 
 _RENDERERS: dict[type, Any] = {
@@ -343,5 +374,6 @@ _RENDERERS: dict[type, Any] = {
     SchemaHits: _render_hits,
     QueryOutput: _render_query,
     QueryPlan: _render_plan,
-    SourceInfo: _render_sources,
+    SourceInfo: lambda r, nonce: _render_source(r, nonce).removeprefix("- ") + f" at {r.url}",
+    SourceList: _render_sources,
 }

@@ -41,6 +41,12 @@ class Settings(BaseModel):
 
     row_cap: int = Field(200, ge=1, le=100_000, description="Most rows execute_sql returns to a client.")
     timeout_s: float = Field(10.0, gt=0, le=3600, description="Longest a single statement may run, seconds.")
+    slow_query_s: float = Field(
+        1.0,
+        gt=0,
+        le=3600,
+        description="execute_sql taking at least this many seconds comes back with performance hints.",
+    )
     token_budget: int = Field(
         4000, ge=200, le=200_000, description="Most tokens a single tool response may hold before it is cut."
     )

@@ -122,7 +122,8 @@ ANONYMOUS_ALLOWED = frozenset(
         nchar nextafter now oct period_add period_diff product quote_ident quote_literal quote_nullable
         regexp_split_to_table row_to_json sec_to_time sha256 similarity statement_timestamp strcmp strptime
         subdate subtime sysdate time time_bucket time_to_sec timeofday timestampadd to_date to_json to_jsonb
-        to_timestamp today transaction_timestamp weekday word_similarity""",
+        to_timestamp today transaction_timestamp weekday word_similarity json jsonb json_remove json_set
+        json_type json_error_position json_strip_nulls jsonb_strip_nulls""",
     )
 )
 
