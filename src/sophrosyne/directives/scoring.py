@@ -27,6 +27,7 @@ class TableScores:
     abstain_note: str = ""
     anchor_groups: list[list[str]] = field(default_factory=list)  # holders of each column the knowledge names
     has_knowledge: bool = True
+    text: str = ""  # the question and its knowledge, for what the decision reads from them (twins told apart)
 
     @property
     def scores(self) -> dict[str, float]:
@@ -48,7 +49,7 @@ def score_tables(
     lexicon = lexicon_for(catalog)
     board = {t: TableSignals() for t in catalog.tables}
     if len(board) <= settings.min_tables:
-        return TableScores(board, lexicon, "the database has too few tables")
+        return TableScores(board, lexicon, "the database has too few tables", text=f"{question} {text}")
     anchor_groups = name_signals(question, text, lexicon, board)
     for word in set(tokenize(question)):
         if len(word) >= 3:
@@ -67,7 +68,14 @@ def score_tables(
         # No word of the question is a word of the schema, and nothing is named or grounded: any pick would
         # rest on fuzzy similarity alone, so say nothing rather than name tables at random.
         abstain = "nothing in the question names or resembles a table, column or value closely enough"
-    return TableScores(board, lexicon, abstain_note=abstain, anchor_groups=anchor_groups, has_knowledge=has_knowledge)
+    return TableScores(
+        board,
+        lexicon,
+        abstain_note=abstain,
+        anchor_groups=anchor_groups,
+        has_knowledge=has_knowledge,
+        text=f"{question} {text}",
+    )
 
 
 def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: dict[str, TableSignals]) -> float:

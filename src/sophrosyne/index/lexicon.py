@@ -48,7 +48,10 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
     table_phrases: dict[str, list[str]] = {}
     value_words: dict[str, set[str]] = {}
     for table in catalog.tables.values():
-        phrases = {normalize(table.name)}
+        # A qualified warehouse name (`project.dataset.table`) is written in a question by its last part,
+        # a date-sharded one without its date.
+        short = table.name.rsplit(".", 1)[-1]
+        phrases = {normalize(table.name), normalize(short), normalize(short.rstrip("0123456789_"))}
         table_phrases[table.name] = sorted(p for p in phrases if p)
         for column in table.columns:
             for spelling in {normalize(column.name), normalize(column.readable_name)} - {""}:

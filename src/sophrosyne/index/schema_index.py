@@ -49,10 +49,15 @@ class ColumnDoc:
     value_description: str = ""
 
     @property
+    def table_text(self) -> str:
+        """The table as words: a qualified warehouse name by its dataset and table, not its project."""
+        return " ".join(split_identifier(".".join(self.table.split(".")[-2:])))
+
+    @property
     def name_text(self) -> str:
         words = " ".join(split_identifier(self.column))
         readable = f" ({self.readable_name})" if self.readable_name else ""
-        return f"{' '.join(split_identifier(self.table))} {words}{readable}"
+        return f"{self.table_text} {words}{readable}"
 
     @property
     def embed_text(self) -> str:
@@ -63,7 +68,7 @@ class ColumnDoc:
 
     @property
     def bm25_tokens(self) -> list[str]:
-        names = tokenize(f"{self.table} {self.column} {self.readable_name}")
+        names = tokenize(f"{self.table_text} {self.column} {self.readable_name}")
         # Names count twice: a word in the name says more than the same word deep in a description.
         return names + names + tokenize(self.description) + tokenize(self.value_description[:300])
 
