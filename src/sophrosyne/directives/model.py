@@ -149,6 +149,10 @@ class DirectiveSettings:
     # Keep every holder of a column the knowledge names (unless one is anchored on its own). Off: on the BIRD
     # tuning databases keeping them all costs 7 points of prune for 0.4 of safe rate.
     keep_shared_anchors: bool = False
+    # Knowledge longer than this (a document rather than a few entries: Spider 2.0's are 0.2-400 KB) is cut
+    # into passages, and only the few that share the most words and meaning with the question are read.
+    # BIRD's longest evidence is about 700 characters, so it is never cut.
+    long_knowledge_chars: int = 1500
 
     def threshold_for(self, has_knowledge: bool) -> float:
         chosen = self.threshold if has_knowledge else self.question_threshold
@@ -166,5 +170,6 @@ class DirectiveSettings:
             "values": self.values,
             "keep_best": self.keep_best,
             "keep_shared_anchors": self.keep_shared_anchors,
+            "long_knowledge_chars": self.long_knowledge_chars,
             "model": {k: self.model.origin[k] for k in ("dataset", "commit", "date") if k in self.model.origin},
         }

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from sophrosyne.catalog import Catalog
-from sophrosyne.directives.knowledge import Knowledge, knowledge_text, knowledge_units, question_units
+from sophrosyne.directives.knowledge import (
+    Knowledge,
+    knowledge_text,
+    knowledge_units,
+    passages,
+    question_units,
+    relevant_passages,
+)
 from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_signals, value_signals
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.text import tokenize
 from sophrosyne.index.values import ValueIndex
+from sophrosyne.index.vectors import one_blas_thread
 
 # Signals that name or ground a table outright; a knowledge-less question with none of them, and no word of the
 # schema, gets no directives.
@@ -43,8 +54,21 @@ def score_tables(
     settings: DirectiveSettings | None = None,
 ) -> TableScores:
     """Score every visible table by what in the question and knowledge points to it."""
-    settings = settings or DirectiveSettings()
+    with one_blas_thread():
+        return _score_tables(question, knowledge, catalog, index, value_index, settings or DirectiveSettings())
+
+
+def _score_tables(
+    question: str,
+    knowledge: Knowledge,
+    catalog: Catalog,
+    index: SchemaIndex,
+    value_index: ValueIndex | None,
+    settings: DirectiveSettings,
+) -> TableScores:
     text = knowledge_text(knowledge)
+    if len(text) > settings.long_knowledge_chars:
+        text = _focus(question, text, index)
     has_knowledge = bool(text.strip())
     lexicon = lexicon_for(catalog)
     board = {t: TableSignals() for t in catalog.tables}
@@ -76,6 +100,24 @@ def score_tables(
         has_knowledge=has_knowledge,
         text=f"{question} {text}",
     )
+
+
+_PASSAGES: dict[tuple[str, int], tuple[list[str], npt.NDArray[np.float32]]] = {}
+
+
+def _focus(question: str, document: str, index: SchemaIndex) -> str:
+    """A long knowledge document (a manual, a schema guide) reduced to the passages about the question.
+
+    A document's passages and their vectors are kept: many questions share one document."""
+    key = (index.embedder.name, hash(document))
+    if key not in _PASSAGES:
+        if len(_PASSAGES) >= 64:
+            _PASSAGES.clear()
+        parts = passages(document)
+        _PASSAGES[key] = (parts, index.embed(parts) if parts else np.zeros((0, 1), np.float32))
+    parts, vectors = _PASSAGES[key]
+    similarity = [float(v) for v in vectors @ index.embed([question])[0]] if parts else None
+    return "\n".join(relevant_passages(question, document, similarity, parts=parts))
 
 
 def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: dict[str, TableSignals]) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from sophrosyne.catalog import Catalog
 from sophrosyne.directives.knowledge import infer_identifiers, quoted_literals
@@ -119,6 +120,30 @@ def value_signals(
                     board[t].note("value_mention", 1.0 / len(found), f"holds the value '{' '.join(gram)}'", 0.7)
 
 
+_MAPS: dict[tuple[int, int, tuple[str, ...]], tuple[npt.NDArray[np.bool_], IntArray, IntArray]] = {}
+IntArray = npt.NDArray[np.int64]
+
+
+def _document_maps(
+    index: SchemaIndex, lexicon: Lexicon, names: list[str]
+) -> tuple[npt.NDArray[np.bool_], IntArray, IntArray]:
+    """Per indexed column: whether the caller sees it, the table it counts for, the table holding it. The same
+    for every question on one index and catalog, so kept (a large schema has tens of thousands of columns)."""
+    key = (id(index), id(lexicon), tuple(names))
+    cached = _MAPS.get(key)
+    if cached is not None:
+        return cached
+    position = {name: i for i, name in enumerate(names)}
+    visible = np.array([(d.table, d.column) in lexicon.visible for d in index.docs])
+    owner = np.array([position.get(lexicon.join_columns.get((d.table, d.column), d.table), -1) for d in index.docs])
+    visible &= owner >= 0
+    holder = np.array([position.get(d.table, -1) for d in index.docs])
+    if len(_MAPS) >= 64:
+        _MAPS.clear()
+    _MAPS[key] = (visible, owner, holder)
+    return visible, owner, holder
+
+
 def retrieval_signals(
     knowledge_units: list[str],
     question_units: list[str],
@@ -134,14 +159,10 @@ def retrieval_signals(
     units = knowledge_units + question_units
     if not units or not index.docs:
         return
-    visible = np.array([(d.table, d.column) in lexicon.visible for d in index.docs])
+    names = list(board)
+    visible, owner, holder = _document_maps(index, lexicon, names)
     if not visible.any():
         return
-    names = list(board)
-    position = {name: i for i, name in enumerate(names)}
-    owner = np.array([position.get(lexicon.join_columns.get((d.table, d.column), d.table), -1) for d in index.docs])
-    visible &= owner >= 0
-    holder = np.array([position.get(d.table, -1) for d in index.docs])
     lexical = index.bm25_matrix(units)
     lexical[:, ~visible] = 0.0
     dense = index.vectors.all_scores(index.embed(units))
