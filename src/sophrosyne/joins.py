@@ -18,7 +18,7 @@ Probe = Callable[[str, str, list[Any]], set[Any]]
 # The last word of a column that makes it a key: `customer_id`, `CustomerKey`, `dept_no`, `state_cd`, `Sku`.
 KEY_WORDS = frozenset({"id", "key", "code", "cd", "no", "num", "nbr", "number", "sk", "uuid", "guid", "sku"})
 # Same-named columns join only when the name says more than a bare key word or a common attribute.
-_GENERIC = frozenset({"id", "key", "code", "no", "num", "number", "type", "status", "name", "uuid", "sku"})
+_GENERIC = frozenset({"id", "key", "code", "no", "num", "number", "type", "status", "name"})
 _PREFIXES = frozenset({"dim", "fact", "fct", "tbl", "ref", "lkp", "lu", "stg", "raw", "src", "d", "f", "t"})
 MAX_SHARED_HOLDERS = 8  # a key name held by more tables than this is too common to join them all pairwise
 
@@ -69,12 +69,12 @@ def type_family(type_name: str) -> str:
 
 
 def compatible(a: Column, b: Column) -> float:
-    """How well two columns' types fit a join: 1 alike, 0.85 an integer against a text key, 0 not at all."""
+    """How well two columns' types fit a join: 1 alike, 0.85 a number against a text key, 0 not at all."""
     fa, fb = type_family(a.type), type_family(b.type)
     if not fa or not fb or fa == fb or {fa, fb} == {"int", "number"}:
         return 1.0
-    if {fa, fb} == {"int", "text"}:
-        return 0.85  # warehouses often keep numeric ids as strings
+    if "text" in (fa, fb) and {fa, fb} <= {"int", "number", "text"}:
+        return 0.85  # warehouses (and SQLite schemas) often keep numeric ids as strings
     return 0.0
 
 
@@ -108,14 +108,15 @@ def _is_struct_field(table: Table, column: Column) -> bool:
 
 
 def _declared(catalog: Catalog) -> tuple[set[tuple[str, str]], set[frozenset[str]]]:
-    """Columns already in a declared key, and pairs of tables a declared key joins."""
+    """Columns of the tables that declare foreign keys (such a table is trusted to declare all its joins),
+    and pairs of tables a declared key joins."""
     columns: set[tuple[str, str]] = set()
     pairs: set[frozenset[str]] = set()
     for t in catalog.tables.values():
-        for fk in t.foreign_keys:
-            if fk.inferred:
-                continue
-            columns |= {(t.name, c.lower()) for c in fk.columns}
+        declared = [fk for fk in t.foreign_keys if not fk.inferred]
+        if declared:
+            columns |= {(t.name, c.name.lower()) for c in t.columns}
+        for fk in declared:
             pairs.add(frozenset((t.name, fk.ref_table)))
     return columns, pairs
 
@@ -142,31 +143,51 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
             found[key] = join
 
     for name, held in holders.items():
-        entity = column_entity(name)
-        if entity is None:
+        words = [stem(w) for w in split_identifier(held[0][1].name.rsplit(".", 1)[-1])]
+        if len(words) >= 2 and words[-1] not in KEY_WORDS:
+            _named_after(words, name, held, by_entity, declared_columns, add)
             continue
-        for owner in by_entity.get(entity, []):
-            target = _key_column(owner, name, entity)
-            if target is None:
-                continue
-            for t, c in held:
-                if t.name == owner.name or (t.name, name) in declared_columns:
+        if len(words) < 2:
+            continue
+        # `OwnerUserId` -> users.Id and `home_team_api_id` -> team.team_api_id: a role word may lead the name,
+        # so every tail that still ends in the key word is tried, the whole name first.
+        for start in range(len(words) - 1):
+            tail = words[start:]
+            entity = " ".join(w for w in tail[:-1] if not w.isdigit())
+            owners = by_entity.get(entity, []) + [
+                t for t in by_entity.get(tail[0], []) if len(tail) > 2 and _column_words(t, tail) is not None
+            ]
+            matched = False
+            for owner in owners:
+                target = _column_words(owner, tail) or (
+                    _key_column(owner, tail[-1]) if owner in by_entity.get(entity, []) else None
+                )
+                if target is None:
                     continue
-                fit = compatible(c, target)
-                if fit:
-                    first = owner.columns[0].name.lower() == target.name.lower() or target.primary_key
-                    confidence = (0.85 if first else 0.75) * fit
-                    add(InferredJoin(t.name, (c.name,), owner.name, (target.name,), confidence, "names"))
+                for t, c in held:
+                    if t.name == owner.name or (t.name, name) in declared_columns:
+                        continue
+                    fit = compatible(c, target)
+                    if fit:
+                        matched = True
+                        first = owner.columns[0].name.lower() == target.name.lower() or target.primary_key
+                        confidence = (0.85 if first else 0.75) * fit * (1.0 if start == 0 else 0.9)
+                        add(InferredJoin(t.name, (c.name,), owner.name, (target.name,), round(confidence, 3), "names"))
+            if matched:
+                break
     owned = {(j.table, j.columns[0].lower()) for j in found.values()} | {
         (j.ref_table, j.ref_columns[0].lower()) for j in found.values()
     }
     for name, held in holders.items():
-        words = split_identifier(name)
-        if len(held) < 2 or len(held) > MAX_SHARED_HOLDERS or name in _GENERIC or len(words) < 2:
+        words = split_identifier(held[0][1].name)
+        if len(held) < 2 or len(held) > MAX_SHARED_HOLDERS or name in _GENERIC:
+            continue
+        if len(words) < 2 and name not in ("uuid", "guid"):  # one word keys only when unique by nature
             continue
         if words[-1] not in KEY_WORDS or any((t.name, name) in owned for t, _ in held):
             continue
         free = [(t, c) for t, c in held if (t.name, name) not in declared_columns]
+        # A table that declares its keys joins only through them: it is neither side of a shared-name guess.
         for i, (t, c) in enumerate(free):
             for other, oc in free[i + 1 :]:
                 fit = compatible(c, oc)
@@ -175,16 +196,44 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
     return sorted(found.values(), key=lambda j: (-j.confidence, j.table, j.columns, j.ref_table))
 
 
-def _key_column(owner: Table, name: str, entity: str) -> Column | None:
-    """The column of `owner` that a `<entity>_id` column points at: the same name, else a plain `id`/`key`."""
-    same = owner.column(name)
-    if same is not None:
-        return same
+def _named_after(
+    words: list[str],
+    name: str,
+    held: list[tuple[Table, Column]],
+    by_entity: dict[str, list[Table]],
+    declared_columns: set[tuple[str, str]],
+    add: Callable[[InferredJoin], None],
+) -> None:
+    """A column whose name ends with another table's name (`link_to_member` -> member.member_id), less sure."""
+    for size in (2, 1):
+        entity = " ".join(words[-size:])
+        for owner in by_entity.get(entity, []) if len(words) > size else []:
+            target = _column_words(owner, [*words[-size:], "id"]) or _key_column(owner, "id")
+            if target is None:
+                continue
+            for t, c in held:
+                if t.name != owner.name and (t.name, name) not in declared_columns and compatible(c, target):
+                    add(InferredJoin(t.name, (c.name,), owner.name, (target.name,), 0.6, "names"))
+            return
+
+
+def _column_words(table: Table, words: list[str]) -> Column | None:
+    """The column of `table` whose name is these (stemmed) words."""
+    for c in table.columns:
+        if [stem(w) for w in split_identifier(c.name)] == words:
+            return c
+    return None
+
+
+def _key_column(owner: Table, key_word: str) -> Column | None:
+    """The plain key of a table a `<entity>_<key>` column points at: its `id`, `key`, or the same key word."""
+    for c in owner.columns:
+        words = split_identifier(c.name)
+        if len(words) == 1 and words[0] == key_word:
+            return c
     for c in owner.columns:
         words = split_identifier(c.name)
         if len(words) == 1 and words[0] in ("id", "key"):
-            return c
-        if words and words[-1] in KEY_WORDS and " ".join(stem(w) for w in words[:-1]) == entity:
             return c
     return None
 
@@ -223,7 +272,8 @@ def infer_joins(
             result.joins.append(join)
             result.unchecked += 1
             continue
-        share = len(hits) / len(values)
+        # Compared as text: a key kept as a number in one table and as a string in the other still joins.
+        share = len({str(v) for v in hits} & {str(v) for v in values}) / len({str(v) for v in values})
         if share >= 0.8:
             evidence = f"values: {len(hits)} of {len(values)} sampled found"
             result.joins.append(replace(join, confidence=max(0.95, join.confidence), evidence=evidence))
@@ -258,9 +308,7 @@ def with_joins(catalog: Catalog, joins: Sequence[InferredJoin], min_confidence: 
 def without_keys(catalog: Catalog) -> Catalog:
     """The catalog with every declared primary and foreign key removed (the bench's `--drop-keys`)."""
     tables = {
-        name: replace(
-            t, primary_key=[], foreign_keys=[], columns=[replace(c, primary_key=False) for c in t.columns]
-        )
+        name: replace(t, primary_key=[], foreign_keys=[], columns=[replace(c, primary_key=False) for c in t.columns])
         for name, t in catalog.tables.items()
     }
     return Catalog(tables=tables, dialect=catalog.dialect)

@@ -20,6 +20,7 @@ from sophrosyne.directives import (
 )
 from sophrosyne.directives.knowledge import with_inferred_columns
 from sophrosyne.directives.prepared import PreparedSchema, prepare_schema
+from sophrosyne.directives.scoring import warm
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.schema_index import SchemaIndex
@@ -108,6 +109,7 @@ def build_indexes(
     names = sorted(dataset.catalogs)
     for i, db_id in enumerate(names):
         indexes[db_id] = SchemaIndex.build(dataset.catalogs[db_id], embedder=embedder)
+        warm(dataset.catalogs[db_id], indexes[db_id])
         if tick:
             tick("index", i + 1, len(names))
     index_s = time.perf_counter() - started

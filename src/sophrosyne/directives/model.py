@@ -153,6 +153,10 @@ class DirectiveSettings:
     # into passages, and only the few that share the most words and meaning with the question are read.
     # BIRD's longest evidence is about 700 characters, so it is never cut.
     long_knowledge_chars: int = 1500
+    # Question words the schema lacks are searched again as the nearest schema word by embedding (single
+    # words: related pairs such as supervisor/manager score 0.35-0.85 with WordLlama, unrelated ones below 0.1).
+    synonyms: bool = True
+    synonym_similarity: float = 0.45
 
     def threshold_for(self, has_knowledge: bool) -> float:
         chosen = self.threshold if has_knowledge else self.question_threshold
@@ -171,5 +175,7 @@ class DirectiveSettings:
             "keep_best": self.keep_best,
             "keep_shared_anchors": self.keep_shared_anchors,
             "long_knowledge_chars": self.long_knowledge_chars,
+            "synonyms": self.synonyms,
+            "synonym_similarity": self.synonym_similarity,
             "model": {k: self.model.origin[k] for k in ("dataset", "commit", "date") if k in self.model.origin},
         }

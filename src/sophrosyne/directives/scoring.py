@@ -20,7 +20,7 @@ from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_signals, value_signals
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.text import tokenize
+from sophrosyne.index.text import QUERY_NOISE, tokenize
 from sophrosyne.index.values import ValueIndex
 from sophrosyne.index.vectors import one_blas_thread
 
@@ -82,7 +82,13 @@ def _score_tables(
                     board[t].note("value_desc_word", 1.0)
     if settings.values:
         value_signals(question, text, catalog, value_index, board)
-    retrieval_signals(knowledge_units(text), question_units(question), index, lexicon, settings.rrf_k, board)
+    units = question_units(question)
+    if settings.synonyms:
+        found = synonyms(question, lexicon, index, settings.synonym_similarity)
+        if found:
+            # The question is also searched with the schema's words for its own: "trophy" as `awards`.
+            units[0] = f"{question} ({' '.join(found)})"
+    retrieval_signals(knowledge_units(text), units, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(question, has_knowledge, lexicon, board)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.values():
@@ -103,6 +109,41 @@ def _score_tables(
 
 
 _PASSAGES: dict[tuple[str, int], tuple[list[str], npt.NDArray[np.float32]]] = {}
+
+
+def warm(catalog: Catalog, index: SchemaIndex, settings: DirectiveSettings | None = None) -> None:
+    """Derive now what every question on this schema reuses (lexicon, column maps, schema vocabulary
+    vectors), so the first question costs what the others do: part of building the index, not of answering."""
+    settings = settings or DirectiveSettings()
+    with one_blas_thread():
+        _score_tables("warm up", "", catalog, index, None, settings)
+        lexicon = lexicon_for(catalog)
+        if settings.synonyms and lexicon.name_words:
+            synonyms("xqzv", lexicon, index, settings.synonym_similarity)
+
+
+_VOCABULARY: dict[tuple[int, int], tuple[list[str], npt.NDArray[np.float32]]] = {}
+
+
+def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: float) -> list[str]:
+    """Schema words standing in for question words the schema lacks, by embedding similarity of the words
+    (`supervisor` -> `manager`): the nearest schema word of each, when it is near enough."""
+    missing = [w for w in dict.fromkeys(tokenize(question)) if w not in lexicon.name_words and len(w) > 2]
+    missing = [w for w in missing if not w.isdigit() and w not in QUERY_NOISE]
+    if not missing or not lexicon.name_words:
+        return []
+    key = (id(index), id(lexicon))
+    if key not in _VOCABULARY:
+        if len(_VOCABULARY) >= 64:
+            _VOCABULARY.clear()
+        vocabulary = sorted(w for w in lexicon.name_words if len(w) > 2 and not w.isdigit())
+        _VOCABULARY[key] = (vocabulary, index.embed(vocabulary) if vocabulary else np.zeros((0, 1), np.float32))
+    vocabulary, vectors = _VOCABULARY[key]
+    if not vocabulary:
+        return []
+    sims = index.embed(missing) @ vectors.T
+    best = sims.argmax(axis=1)
+    return [vocabulary[j] for i, j in enumerate(best) if sims[i, j] >= similarity]
 
 
 def _focus(question: str, document: str, index: SchemaIndex) -> str:
@@ -142,7 +183,8 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
             entry.features["others_cover"] = len(others) / len(content_set)
         entry.features["coverage"] = coverage
         entry.features["coverage_gap"] = coverage * (1.0 - entry.features.get("rank_question", 0.0))
-        if lexicon.graph.get(table, set()) & named:
+        # The model learnt this feature on declared keys: inferred joins serve the bridges only.
+        if lexicon.declared_graph.get(table, set()) & named:
             entry.features["neighbor"] = 1.0
         if named - {table}:
             entry.features["others_anchored"] = 1.0

@@ -115,7 +115,9 @@ def value_signals(
                 gram = words[start : start + size]
                 if gram[0] in STOPWORDS or gram[-1] in STOPWORDS or len("".join(gram)) < 3:
                     continue
-                found = {t for t, _ in values.lookup(" ".join(gram)) if t in board}
+                # One plain word of the question is a value in another form too often by chance
+                # ("states", "State"): only runs of words and quoted literals are looked up in any form.
+                found = {t for t, _ in values.lookup(" ".join(gram), forms=size > 1) if t in board}
                 for t in found:
                     board[t].note("value_mention", 1.0 / len(found), f"holds the value '{' '.join(gram)}'", 0.7)
 

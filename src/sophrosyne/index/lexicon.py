@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sophrosyne.catalog import Catalog
-from sophrosyne.index.text import normalize, tokenize
+from sophrosyne.index.text import expanded, normalize, tokenize
 
 
 @dataclass
@@ -16,7 +16,9 @@ class Lexicon:
     table_phrases: dict[str, list[str]]  # table -> normalised spellings of its name
     columns: dict[str, list[tuple[str, str]]]  # normalised column name -> (table, column)
     raw_columns: dict[str, list[tuple[str, str]]]  # lower-cased column name -> (table, column)
-    graph: dict[str, set[str]]
+    graph: dict[str, set[str]]  # tables joined by a declared or an inferred key: the paths bridges follow
+    # ... by a declared key (or a column named like a primary key) only; all joins where none is declared
+    declared_graph: dict[str, set[str]]
     value_words: dict[str, set[str]]  # word of a value description -> tables
     name_words: set[str]  # stemmed words of table and column names
     table_words: dict[str, set[str]]  # table -> stemmed words of its name and column names
@@ -33,7 +35,7 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
         (
             t.name,
             tuple((c.name, c.readable_name, c.value_description) for c in t.columns),
-            tuple((tuple(fk.columns), fk.ref_table) for fk in t.foreign_keys),
+            tuple((tuple(fk.columns), fk.ref_table, fk.inferred) for fk in t.foreign_keys),
             tuple(t.primary_key),
         )
         for t in catalog.tables.values()
@@ -45,6 +47,7 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
     columns: dict[str, list[tuple[str, str]]] = {}
     raw: dict[str, list[tuple[str, str]]] = {}
     graph: dict[str, set[str]] = {t: set() for t in catalog.tables}
+    declared_graph: dict[str, set[str]] = {t: set() for t in catalog.tables}
     table_phrases: dict[str, list[str]] = {}
     value_words: dict[str, set[str]] = {}
     for table in catalog.tables.values():
@@ -54,7 +57,8 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
         phrases = {normalize(table.name), normalize(short), normalize(short.rstrip("0123456789_"))}
         table_phrases[table.name] = sorted(p for p in phrases if p)
         for column in table.columns:
-            for spelling in {normalize(column.name), normalize(column.readable_name)} - {""}:
+            spellings = {normalize(column.name), normalize(column.readable_name), normalize(expanded(column.name))}
+            for spelling in spellings - {""}:
                 columns.setdefault(spelling, []).append((table.name, column.name))
             raw.setdefault(column.name.lower(), []).append((table.name, column.name))
             for word in set(tokenize(column.value_description)):
@@ -62,8 +66,9 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
         for fk in table.foreign_keys:
             ref = catalog.table(fk.ref_table)
             if ref is not None and ref.name != table.name:
-                graph[table.name].add(ref.name)
-                graph[ref.name].add(table.name)
+                for edges in (graph, declared_graph) if not fk.inferred else (graph,):
+                    edges[table.name].add(ref.name)
+                    edges[ref.name].add(table.name)
     # Where the schema declares no foreign key, a column named like another table's one-column primary key
     # joins the two (`customers.CustomerID` <- `yearmonth.CustomerID`). Siblings that merely share a
     # column, or share plain `id` keys, are not joined.
@@ -74,14 +79,18 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
             continue
         for other, _ in holders:
             if other != owner:
-                graph[owner].add(other)
-                graph[other].add(owner)
+                for edges in (graph, declared_graph):
+                    edges[owner].add(other)
+                    edges[other].add(owner)
     table_words = {
         t.name: {w for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)] for w in tokenize(n)}
         for t in catalog.tables.values()
     }
     name_words = set().union(*table_words.values()) if table_words else set()
     visible = {(t.name, c.name) for t in catalog.tables.values() for c in t.columns}
+    if not any(not fk.inferred for t in catalog.tables.values() for fk in t.foreign_keys):
+        # A schema that declares no key at all: its inferred joins are the best account of its joins there is.
+        declared_graph = graph
     join_columns = {
         (t.name, c): ref.name
         for t in catalog.tables.values()
@@ -95,6 +104,7 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
         columns,
         raw,
         graph,
+        declared_graph,
         value_words,
         name_words,
         table_words,

@@ -19,7 +19,7 @@ from sophrosyne.catalog import Catalog
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.fusion import reciprocal_rank_fusion
-from sophrosyne.index.text import split_identifier, tokenize
+from sophrosyne.index.text import expanded, split_identifier, tokenize
 from sophrosyne.index.vectors import VectorIndex
 
 INDEX_VERSION = 1
@@ -53,9 +53,14 @@ class ColumnDoc:
         return " ".join(split_identifier(".".join(self.table.split(".")[-2:])))
 
     @property
+    def spelled_out(self) -> str:
+        """The column's abbreviations spelled out (`qty` -> quantity), when it has any."""
+        return expanded(self.column.rsplit(".", 1)[-1])
+
+    @property
     def name_text(self) -> str:
         words = " ".join(split_identifier(self.column))
-        readable = f" ({self.readable_name})" if self.readable_name else ""
+        readable = f" ({self.readable_name or self.spelled_out})" if self.readable_name or self.spelled_out else ""
         return f"{self.table_text} {words}{readable}"
 
     @property
@@ -67,7 +72,7 @@ class ColumnDoc:
 
     @property
     def bm25_tokens(self) -> list[str]:
-        names = tokenize(f"{self.table_text} {self.column} {self.readable_name}")
+        names = tokenize(f"{self.table_text} {self.column} {self.readable_name or self.spelled_out}")
         # Names count twice: a word in the name says more than the same word deep in a description.
         return names + names + tokenize(self.description) + tokenize(self.value_description[:300])
 
