@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,7 +69,7 @@ def _score_tables(
 ) -> TableScores:
     text = knowledge_text(knowledge)
     if len(text) > settings.long_knowledge_chars:
-        text = _focus(question, text, index)
+        text = _focus(question, text, index, settings.knowledge_passages)
     has_knowledge = bool(text.strip())
     lexicon = lexicon_for(catalog)
     board = {t: TableSignals() for t in catalog.tables}
@@ -146,7 +147,7 @@ def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: fl
     return [vocabulary[j] for i, j in enumerate(best) if sims[i, j] >= similarity]
 
 
-def _focus(question: str, document: str, index: SchemaIndex) -> str:
+def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> str:
     """A long knowledge document (a manual, a schema guide) reduced to the passages about the question.
 
     A document's passages and their vectors are kept: many questions share one document."""
@@ -158,7 +159,8 @@ def _focus(question: str, document: str, index: SchemaIndex) -> str:
         _PASSAGES[key] = (parts, index.embed(parts) if parts else np.zeros((0, 1), np.float32))
     parts, vectors = _PASSAGES[key]
     similarity = [float(v) for v in vectors @ index.embed([question])[0]] if parts else None
-    return "\n".join(relevant_passages(question, document, similarity, parts=parts))
+    chosen = relevant_passages(question, document, similarity, keep=keep, max_chars=keep * 600, parts=parts)
+    return "\n".join(chosen)
 
 
 def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: dict[str, TableSignals]) -> float:
@@ -172,6 +174,7 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
     content = tokenize(question)
     coverage = sum(w in lexicon.name_words for w in content) / len(content) if content else 0.0
     content_set = set(content)
+    large = min(1.0, math.log10(len(board)) / 3.0)
     word_holders = {w: {t for t in board if w in lexicon.table_words.get(t, ())} for w in content_set}
     for table, entry in board.items():
         if content_set:
@@ -189,5 +192,6 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
         if named - {table}:
             entry.features["others_anchored"] = 1.0
         entry.features["small_schema"] = 1.0 / len(board)
+        entry.features["large_schema"] = large
         entry.features["no_knowledge"] = 0.0 if has_knowledge else 1.0
     return coverage
