@@ -127,7 +127,8 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
     declared_columns, declared_pairs = _declared(catalog)
     by_entity: dict[str, list[Table]] = {}
     holders: dict[str, list[tuple[Table, Column]]] = {}
-    for t in catalog.tables.values():
+    # Views are left out on both sides: a view is derived from tables it already joins (its definition).
+    for t in (t for t in catalog.tables.values() if t.kind != "view"):
         for entity in table_entities(t.name):
             by_entity.setdefault(entity, []).append(t)
         for c in t.columns:

@@ -92,9 +92,7 @@ class Moderator:
                 return ValueIndex.load(path)
             except (OSError, ValueError, KeyError):
                 pass  # a damaged entry is rebuilt
-        values = ValueIndex.build(
-            self.prepared.catalog, self.fetch, ValueBudget(seconds=self.settings.value_index_s)
-        )
+        values = ValueIndex.build(self.prepared.catalog, self.fetch, ValueBudget(seconds=self.settings.value_index_s))
         if self.shared:
             path.parent.mkdir(parents=True, exist_ok=True)
             values.save(path)

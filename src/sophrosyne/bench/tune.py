@@ -26,7 +26,6 @@ from sophrosyne.directives import (
     Fit,
     TableScores,
     decide_directives,
-    gold_tables,
     score_tables,
 )
 from sophrosyne.directives.model import MODEL_FILE, probability, sigmoid

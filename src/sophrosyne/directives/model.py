@@ -47,7 +47,6 @@ FEATURES = (
     "only_cover",  # ... that no other table has
     "others_cover",  # ... that other tables have
     "small_schema",  # 1 / number of tables
-    "large_schema",  # log10(number of tables) / 3, at most 1: a warehouse's hundreds of tables
     "no_knowledge",  # the question comes without knowledge entries
 )
 

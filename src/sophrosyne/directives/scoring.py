@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -174,7 +173,6 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
     content = tokenize(question)
     coverage = sum(w in lexicon.name_words for w in content) / len(content) if content else 0.0
     content_set = set(content)
-    large = min(1.0, math.log10(len(board)) / 3.0)
     word_holders = {w: {t for t in board if w in lexicon.table_words.get(t, ())} for w in content_set}
     for table, entry in board.items():
         if content_set:
@@ -192,6 +190,5 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
         if named - {table}:
             entry.features["others_anchored"] = 1.0
         entry.features["small_schema"] = 1.0 / len(board)
-        entry.features["large_schema"] = large
         entry.features["no_knowledge"] = 0.0 if has_knowledge else 1.0
     return coverage

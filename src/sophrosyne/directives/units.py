@@ -92,7 +92,7 @@ def fold_units(catalog: Catalog) -> Units:
     members: dict[str, list[str]] = {}
     labels: dict[str, str] = {}
     grouped: set[str] = set()
-    for skeleton, tables in skeletons.items():
+    for tables in skeletons.values():
         if len(tables) < MIN_SHARDS:
             continue
         widest = max(tables, key=lambda t: (len(t.columns), t.name))
@@ -118,15 +118,12 @@ def fold_units(catalog: Catalog) -> Units:
     lowered = {n.lower(): n for n in kept}
     for base, names in sorted(families.items()):
         plain = lowered.get(base)
-        family = sorted(names + ([plain] if plain else []))
-        if len(family) >= 2 and all(_overlap(kept[family[0]], kept[n]) >= MIN_OVERLAP for n in family[1:]):
-            twins.append(family)
+        versions = sorted(names + ([plain] if plain else []))
+        if len(versions) >= 2 and all(_overlap(kept[versions[0]], kept[n]) >= MIN_OVERLAP for n in versions[1:]):
+            twins.append(versions)
             if plain:
                 marks.setdefault(plain, "")
-    if len(kept) == len(catalog.tables):
-        reduced = catalog
-    else:
-        reduced = Catalog(tables=kept, dialect=catalog.dialect)
+    reduced = catalog if len(kept) == len(catalog.tables) else Catalog(tables=kept, dialect=catalog.dialect)
     return Units(reduced, members, labels, twins, marks)
 
 

@@ -24,14 +24,11 @@ def normalize_value(value: str) -> str:
     return " ".join(value.lower().split())
 
 
-_MONTHS = {
-    m: i + 1
-    for i, names in enumerate(
-        ["jan january", "feb february", "mar march", "apr april", "may", "jun june", "jul july", "aug august",
-         "sep sept september", "oct october", "nov november", "dec december"]  # fmt: skip
-    )
-    for m in names.split()
-}
+_MONTH_NAMES = (
+    "jan january|feb february|mar march|apr april|may|jun june|jul july|aug august|sep sept september|"
+    "oct october|nov november|dec december"
+)
+_MONTHS = {m: i + 1 for i, names in enumerate(_MONTH_NAMES.split("|")) for m in names.split()}
 _ISO = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:[ t].*)?$")
 _US = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")
 _WORDY = re.compile(r"^(?:(\d{1,2})(?:st|nd|rd|th)?\s+([a-z]+)|([a-z]+)\s+(\d{1,2})(?:st|nd|rd|th)?),?\s+(\d{4})$")
