@@ -122,7 +122,6 @@ def warm(catalog: Catalog, index: SchemaIndex, settings: DirectiveSettings | Non
             synonyms("xqzv", lexicon, index, settings.synonym_similarity)
 
 
-_VOCABULARY: dict[tuple[int, int], tuple[list[str], npt.NDArray[np.float32]]] = {}
 
 
 def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: float) -> list[str]:
@@ -132,13 +131,13 @@ def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: fl
     missing = [w for w in missing if not w.isdigit() and w not in QUERY_NOISE]
     if not missing or not lexicon.name_words:
         return []
-    key = (id(index), id(lexicon))
-    if key not in _VOCABULARY:
-        if len(_VOCABULARY) >= 64:
-            _VOCABULARY.clear()
-        vocabulary = sorted(w for w in lexicon.name_words if len(w) > 2 and not w.isdigit())
-        _VOCABULARY[key] = (vocabulary, index.embed(vocabulary) if vocabulary else np.zeros((0, 1), np.float32))
-    vocabulary, vectors = _VOCABULARY[key]
+    key = ("vocabulary", id(lexicon))
+    cached = index.derived.get(key)
+    if cached is None or cached[0] is not lexicon:
+        words = sorted(w for w in lexicon.name_words if len(w) > 2 and not w.isdigit())
+        cached = (lexicon, (words, index.embed(words) if words else np.zeros((0, 1), np.float32)))
+        index.derived[key] = cached
+    vocabulary, vectors = cached[1]
     if not vocabulary:
         return []
     sims = index.embed(missing) @ vectors.T
@@ -184,8 +183,7 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
             entry.features["others_cover"] = len(others) / len(content_set)
         entry.features["coverage"] = coverage
         entry.features["coverage_gap"] = coverage * (1.0 - entry.features.get("rank_question", 0.0))
-        # The model learnt this feature on declared keys: inferred joins serve the bridges only.
-        if lexicon.declared_graph.get(table, set()) & named:
+        if lexicon.graph.get(table, set()) & named:
             entry.features["neighbor"] = 1.0
         if named - {table}:
             entry.features["others_anchored"] = 1.0

@@ -122,7 +122,6 @@ def value_signals(
                     board[t].note("value_mention", 1.0 / len(found), f"holds the value '{' '.join(gram)}'", 0.7)
 
 
-_MAPS: dict[tuple[int, int, tuple[str, ...]], tuple[npt.NDArray[np.bool_], IntArray, IntArray]] = {}
 IntArray = npt.NDArray[np.int64]
 
 
@@ -131,18 +130,17 @@ def _document_maps(
 ) -> tuple[npt.NDArray[np.bool_], IntArray, IntArray]:
     """Per indexed column: whether the caller sees it, the table it counts for, the table holding it. The same
     for every question on one index and catalog, so kept (a large schema has tens of thousands of columns)."""
-    key = (id(index), id(lexicon), tuple(names))
-    cached = _MAPS.get(key)
-    if cached is not None:
-        return cached
+    key = ("maps", id(lexicon), tuple(names))
+    cached = index.derived.get(key)
+    if cached is not None and cached[0] is lexicon:
+        maps: tuple[npt.NDArray[np.bool_], IntArray, IntArray] = cached[1]
+        return maps
     position = {name: i for i, name in enumerate(names)}
     visible = np.array([(d.table, d.column) in lexicon.visible for d in index.docs])
     owner = np.array([position.get(lexicon.join_columns.get((d.table, d.column), d.table), -1) for d in index.docs])
     visible &= owner >= 0
     holder = np.array([position.get(d.table, -1) for d in index.docs])
-    if len(_MAPS) >= 64:
-        _MAPS.clear()
-    _MAPS[key] = (visible, owner, holder)
+    index.derived[key] = (lexicon, (visible, owner, holder))
     return visible, owner, holder
 
 

@@ -16,9 +16,10 @@ class Lexicon:
     table_phrases: dict[str, list[str]]  # table -> normalised spellings of its name
     columns: dict[str, list[tuple[str, str]]]  # normalised column name -> (table, column)
     raw_columns: dict[str, list[tuple[str, str]]]  # lower-cased column name -> (table, column)
-    graph: dict[str, set[str]]  # tables joined by a declared or an inferred key: the paths bridges follow
-    # ... by a declared key (or a column named like a primary key) only; all joins where none is declared
-    declared_graph: dict[str, set[str]]
+    # Tables joined by a key: declared ones (and columns named like a primary key); inferred ones only where
+    # the schema declares none. Declared keys win: a schema that declares keys is trusted to declare its joins
+    # for directives (the tools still show inferred joins, marked).
+    graph: dict[str, set[str]]
     value_words: dict[str, set[str]]  # word of a value description -> tables
     name_words: set[str]  # stemmed words of table and column names
     table_words: dict[str, set[str]]  # table -> stemmed words of its name and column names
@@ -47,7 +48,7 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
     columns: dict[str, list[tuple[str, str]]] = {}
     raw: dict[str, list[tuple[str, str]]] = {}
     graph: dict[str, set[str]] = {t: set() for t in catalog.tables}
-    declared_graph: dict[str, set[str]] = {t: set() for t in catalog.tables}
+    declares = any(not fk.inferred for t in catalog.tables.values() for fk in t.foreign_keys)
     table_phrases: dict[str, list[str]] = {}
     value_words: dict[str, set[str]] = {}
     for table in catalog.tables.values():
@@ -65,10 +66,9 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
                 value_words.setdefault(word, set()).add(table.name)
         for fk in table.foreign_keys:
             ref = catalog.table(fk.ref_table)
-            if ref is not None and ref.name != table.name:
-                for edges in (graph, declared_graph) if not fk.inferred else (graph,):
-                    edges[table.name].add(ref.name)
-                    edges[ref.name].add(table.name)
+            if ref is not None and ref.name != table.name and not (fk.inferred and declares):
+                graph[table.name].add(ref.name)
+                graph[ref.name].add(table.name)
     # Where the schema declares no foreign key, a column named like another table's one-column primary key
     # joins the two (`customers.CustomerID` <- `yearmonth.CustomerID`). Siblings that merely share a
     # column, or share plain `id` keys, are not joined.
@@ -79,18 +79,14 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
             continue
         for other, _ in holders:
             if other != owner:
-                for edges in (graph, declared_graph):
-                    edges[owner].add(other)
-                    edges[other].add(owner)
+                graph[owner].add(other)
+                graph[other].add(owner)
     table_words = {
         t.name: {w for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)] for w in tokenize(n)}
         for t in catalog.tables.values()
     }
     name_words = set().union(*table_words.values()) if table_words else set()
     visible = {(t.name, c.name) for t in catalog.tables.values() for c in t.columns}
-    if not any(not fk.inferred for t in catalog.tables.values() for fk in t.foreign_keys):
-        # A schema that declares no key at all: its inferred joins are the best account of its joins there is.
-        declared_graph = graph
     join_columns = {
         (t.name, c): ref.name
         for t in catalog.tables.values()
@@ -104,7 +100,6 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
         columns,
         raw,
         graph,
-        declared_graph,
         value_words,
         name_words,
         table_words,

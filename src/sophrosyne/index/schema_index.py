@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import bm25s
 import numpy as np
@@ -115,6 +116,9 @@ class SchemaIndex:
         self.embedder = embedder
         self.key = key
         self.build_s = 0.0
+        # What directives derive from this index per catalog (column maps, vocabulary vectors), kept with it so
+        # that it lives and dies with the index. Keys hold ids; values hold the objects, checked on reading.
+        self.derived: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self.tables = sorted({d.table for d in docs})
         self.doc_table = np.array([self.tables.index(d.table) for d in docs], dtype=np.int64)
 
