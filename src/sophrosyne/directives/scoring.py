@@ -122,8 +122,6 @@ def warm(catalog: Catalog, index: SchemaIndex, settings: DirectiveSettings | Non
             synonyms("xqzv", lexicon, index, settings.synonym_similarity)
 
 
-
-
 def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: float) -> list[str]:
     """Schema words standing in for question words the schema lacks, by embedding similarity of the words
     (`supervisor` -> `manager`): the nearest schema word of each, when it is near enough."""
