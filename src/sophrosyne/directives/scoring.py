@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -170,12 +171,13 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
     content = tokenize(question)
     coverage = sum(w in lexicon.name_words for w in content) / len(content) if content else 0.0
     content_set = set(content)
-    word_holders = {w: {t for t in board if w in lexicon.table_words.get(t, ())} for w in content_set}
+    owned = {t: content_set & lexicon.table_words.get(t, set()) for t in board}
+    holders = Counter(w for words in owned.values() for w in words)  # how many tables have each word
     for table, entry in board.items():
         if content_set:
-            own = {w for w in content_set if table in word_holders[w]}
-            only = {w for w in own if len(word_holders[w]) == 1}
-            others = {w for w in content_set if word_holders[w] - {table}}
+            own = owned[table]
+            only = {w for w in own if holders[w] == 1}
+            others = {w for w in content_set if holders[w] - (w in own) > 0}
             entry.features["own_cover"] = len(own) / len(content_set)
             entry.features["only_cover"] = len(only) / len(content_set)
             entry.features["others_cover"] = len(others) / len(content_set)

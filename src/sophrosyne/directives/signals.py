@@ -41,10 +41,6 @@ def _clip(text: str, limit: int) -> str:
     return text[:limit].rsplit(" ", 1)[0].rstrip(" '\"=,;") + "…"
 
 
-def _phrase_in(phrase: str, text: str) -> bool:
-    return bool(phrase) and f" {phrase} " in text
-
-
 def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[str, TableSignals]) -> list[list[str]]:
     """Exact names: columns written in the knowledge, table and column names in the text."""
     strong, weak = infer_identifiers(knowledge)
@@ -79,16 +75,17 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
             board[holders[0]].note("knowledge_word", 1.0, f"the knowledge says `{ident}`", 0.4)
         for t in holders if len(holders) > 1 else []:
             board[t].note("knowledge_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`", 0.3)
-    text = f" {normalize(question + ' ' + knowledge)} "
+    # Spellings are looked up among the text's runs of words: a warehouse has tens of thousands of them.
+    grams = lexicon.grams(normalize(question + " " + knowledge))
     for table, phrases in lexicon.table_phrases.items():
-        if any(_phrase_in(p, text) for p in phrases):
+        if any(p in grams for p in phrases):
             board[table].note("table_named", 1.0, "the question names it", 0.9)
-    for phrase, named in lexicon.columns.items():
-        if " " in phrase and _phrase_in(phrase, text):
-            tables = {t for t, _ in named}
-            feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
-            for t in tables:
-                board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`", 0.8)
+    for phrase in [p for p in lexicon.columns if " " in p and p in grams]:
+        named = lexicon.columns[phrase]
+        tables = {t for t, _ in named}
+        feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
+        for t in tables:
+            board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`", 0.8)
     return [holders for _, holders in anchored]
 
 

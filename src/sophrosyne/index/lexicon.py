@@ -25,13 +25,33 @@ class Lexicon:
     table_words: dict[str, set[str]]  # table -> stemmed words of its name and column names
     visible: set[tuple[str, str]]  # (table, column) the caller may see
     join_columns: dict[tuple[str, str], str]  # foreign-key column -> the table it points at
+    max_phrase_words: int = 1  # the most words a table or column spelling has
+
+    def grams(self, text: str) -> set[str]:
+        """Every run of up to `max_phrase_words` words of a normalised text: the spellings it may contain."""
+        words = text.split()
+        size = self.max_phrase_words
+        return {" ".join(words[i : i + n]) for n in range(1, size + 1) for i in range(len(words) - n + 1)}
 
 
 _LEXICONS: dict[tuple[object, ...], Lexicon] = {}
+_BY_CATALOG: dict[int, tuple[Catalog, Lexicon]] = {}
 
 
 def lexicon_for(catalog: Catalog) -> Lexicon:
-    """The lexicon of a catalog, cached by its names, descriptions and keys."""
+    """The lexicon of a catalog, cached by its names, descriptions and keys (and by the catalog itself: a
+    catalog does not change once read, and hashing a warehouse's names costs milliseconds per question)."""
+    known = _BY_CATALOG.get(id(catalog))
+    if known is not None and known[0] is catalog:
+        return known[1]
+    lexicon = _lexicon_for(catalog)
+    if len(_BY_CATALOG) > 256:
+        _BY_CATALOG.clear()
+    _BY_CATALOG[id(catalog)] = (catalog, lexicon)
+    return lexicon
+
+
+def _lexicon_for(catalog: Catalog) -> Lexicon:
     signature = tuple(
         (
             t.name,
@@ -105,6 +125,10 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
         table_words,
         visible,
         join_columns,
+        max(
+            (p.count(" ") + 1 for p in [*columns, *(q for ps in table_phrases.values() for q in ps)]),
+            default=1,
+        ),
     )
     if len(_LEXICONS) > 256:
         _LEXICONS.clear()
