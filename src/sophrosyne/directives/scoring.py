@@ -68,8 +68,10 @@ def _score_tables(
     settings: DirectiveSettings,
 ) -> TableScores:
     text = knowledge_text(knowledge)
+    chosen: list[str] | None = None
     if len(text) > settings.long_knowledge_chars:
-        text = _focus(question, text, index, settings.knowledge_passages)
+        chosen = _focus(question, text, index, settings.knowledge_passages)
+        text = "\n".join(chosen)
     has_knowledge = bool(text.strip())
     lexicon = lexicon_for(catalog)
     board = {t: TableSignals() for t in catalog.tables}
@@ -89,7 +91,9 @@ def _score_tables(
         if found:
             # The question is also searched with the schema's words for its own: "trophy" as `awards`.
             units[0] = f"{question} ({' '.join(found)})"
-    retrieval_signals(knowledge_units(text), units, index, lexicon, settings.rrf_k, board)
+    # A document's passages are searched whole: clause by clause, 16 passages made 150 searches a question.
+    searched = chosen if chosen is not None else knowledge_units(text)
+    retrieval_signals(searched, units, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(question, has_knowledge, lexicon, board)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.values():
@@ -144,7 +148,7 @@ def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: fl
     return [vocabulary[j] for i, j in enumerate(best) if sims[i, j] >= similarity]
 
 
-def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> str:
+def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[str]:
     """A long knowledge document (a manual, a schema guide) reduced to the passages about the question.
 
     A document's passages and their vectors are kept: many questions share one document."""
@@ -156,8 +160,7 @@ def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> str:
         _PASSAGES[key] = (parts, index.embed(parts) if parts else np.zeros((0, 1), np.float32))
     parts, vectors = _PASSAGES[key]
     similarity = [float(v) for v in vectors @ index.embed([question])[0]] if parts else None
-    chosen = relevant_passages(question, document, similarity, keep=keep, max_chars=keep * 600, parts=parts)
-    return "\n".join(chosen)
+    return relevant_passages(question, document, similarity, keep=keep, max_chars=keep * 600, parts=parts)
 
 
 def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: dict[str, TableSignals]) -> float:
