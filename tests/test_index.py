@@ -173,14 +173,10 @@ def test_openai_embedder_against_a_scripted_server(embeddings_server: str, catal
 
 
 def test_index_command_builds_then_reuses(tmp_path: Path) -> None:
-    import typer
     from typer.testing import CliRunner
 
-    from sophrosyne.index.cli import index_command
+    from sophrosyne.cli import app
 
-    app = typer.Typer()
-    app.command("index")(index_command)
-    app.callback()(lambda: None)
     path = tmp_path / "shop.sqlite"
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE stores (store_id INTEGER PRIMARY KEY, store_name TEXT)")

@@ -37,3 +37,24 @@ def _loaded_after(statement: str) -> set[str]:
 
 def test_importing_the_package_loads_no_heavy_dependency() -> None:
     assert not _loaded_after("import sophrosyne") & {*HEAVY, "pydantic"}
+
+
+def test_the_cli_loads_no_heavy_dependency_before_a_command_runs() -> None:
+    # `sophrosyne --help` pays only for typer and rich; each command imports what it needs.
+    assert not _loaded_after("import sophrosyne.cli") & set(HEAVY)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "at_word", "expected"),
+    [
+        ("short", 10, False, "short"),
+        ("abcdefghij", 5, False, "abcd…"),
+        ("the knowledge says 'x = ten'", 22, True, "the knowledge says…"),
+        ("word", 1, False, "…"),
+    ],
+)
+def test_one_shorten_cuts_every_text(text: str, limit: int, at_word: bool, expected: str) -> None:
+    from sophrosyne.results import shorten
+
+    assert shorten(text, limit, at_word=at_word) == expected
+    assert len(shorten(text, limit, at_word=at_word)) <= limit

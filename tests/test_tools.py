@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from fixtures.engines import COLUMN_COMMENT, EMPLOYEES, LONG_BODY, TABLE_COMMENT
 from sophrosyne.catalog import Column, Table, group_tables
 from sophrosyne.connection import Database, open_database
 from sophrosyne.environment import Environment
-from sophrosyne.errors import QueryTimeout, RejectedSQL, SQLSyntaxError, UnknownColumn, UnknownTable
+from sophrosyne.errors import InvalidArgument, QueryTimeout, RejectedSQL, SQLSyntaxError, UnknownColumn, UnknownTable
 from sophrosyne.policy import Role, TableRule
 from sophrosyne.settings import Settings
 
@@ -534,3 +535,20 @@ def test_group_tables_needs_same_columns_and_three_members() -> None:
     (group,) = group_tables(tables)
     assert group.pattern == "events_*"
     assert group.tables == ["events_2020_01", "events_2020_02", "events_2020_03"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda e: e.find_rows("  "), "find_rows needs a non-empty term"),
+        (lambda e: e.search_schema(""), "search_schema needs a query"),
+        (lambda e: e.execute_sql("SELECT 1", limit=0), "`limit` must be 1 or more, not 0"),
+        (lambda e: e.get_distinct_values("departments", "dept_name", limit=-3), "`limit` must be 1 or more, not -3"),
+        (lambda e: e.find_rows("Ada", limit=0), "`limit` must be 1 or more"),
+        (lambda e: e.search_schema("name", k=0), "`k` must be 1 or more"),
+    ],
+)
+def test_bad_arguments_are_invalid_argument_errors(env: Environment, call: Any, message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message) as raised:
+        call(env)
+    assert raised.value.hint

@@ -10,7 +10,6 @@ import typer
 
 from sophrosyne.bench.cli import bench_app
 from sophrosyne.errors import ConfigError
-from sophrosyne.index.cli import index_command
 from sophrosyne.terminal import console, err_console, reported
 
 if TYPE_CHECKING:
@@ -241,6 +240,13 @@ def serve(
     descriptions: DescriptionsOption = None,
     directives: DirectivesOption = None,
     audit_log: Annotated[Path | None, typer.Option(help="Append one JSONL audit record per tool call here.")] = None,
+    allow_python: Annotated[
+        bool,
+        typer.Option(
+            "--allow-python",
+            help="Also offer run_python: sandboxed Python programs whose sql() runs as the caller's role.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -249,6 +255,7 @@ def serve(
 
     Example: sophrosyne serve demo            (stdio, for Claude Code, Cursor, OpenCode)
     Example: sophrosyne serve my.db --http --port 8000 --policy policy.toml --workers 2
+    Example: sophrosyne serve demo --allow-python   (adds run_python, a sandboxed Python tool)
 
     Over stdio the role comes from --role; over HTTP with a policy, each request's bearer token names it.
     """
@@ -261,6 +268,10 @@ def serve(
         env = open_env(
             resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives, audit_log=audit_log
         )
+        if allow_python:
+            from sophrosyne.agent.python_exec import check_sandbox
+
+            check_sandbox(env.settings)  # refuse to start rather than offer Python less isolated
         warm_in_background(env)
         err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
         if http:
@@ -276,10 +287,11 @@ def serve(
                 role=role,
                 directives=directives,
                 audit_log=audit_log,
+                allow_python=allow_python,
             )
             serve_workers(spec, workers)
         else:
-            run_server(env, http=http, host=host, port=port)
+            run_server(env, http=http, host=host, port=port, allow_python=allow_python)
 
 
 @app.command()
@@ -300,6 +312,75 @@ def audit(
 
 
 @app.command()
+def ask(
+    args: Annotated[
+        list[str],
+        typer.Argument(metavar="[DB] QUESTION", help="Optional database (not with --server), then the question."),
+    ],
+    knowledge: Annotated[str | None, typer.Option(help="Knowledge or evidence for the question.")] = None,
+    solver: Annotated[str, typer.Option(help="explorer (explore, ground, run, verify) or flex (plans and a vote).")] = (
+        "explorer"
+    ),
+    model: Annotated[str | None, typer.Option(help="Chat model (default: the `model` setting).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint …/v1 (default: `base_url`, OPENAI_BASE_URL).")
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            help="Use this MCP server instead of DB: a stdio command or an http(s) URL.", metavar="CMD_OR_URL"
+        ),
+    ] = None,
+    token: Annotated[str | None, typer.Option(help="Bearer token for an HTTP --server.")] = None,
+    review: Annotated[bool, typer.Option("--review", help="Have a reviewer approve, revise or block the SQL.")] = False,
+    trace: Annotated[Path | None, typer.Option(help="Write every step (JSONL) to this file.")] = None,
+    descriptions: DescriptionsOption = None,
+    directives: DirectivesOption = None,
+    config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ask a question in plain words: a model explores the database with the tools, then answers with SQL.
+
+    Example: sophrosyne ask demo "How many employees in Field Operations were absent in November 2025?"
+    Example: sophrosyne ask --server "sophrosyne serve shop.db" "Top 5 customers by revenue" --solver flex
+
+    Progress goes to stderr, one line per step. Exit codes: 0 answer, 1 gave up or error, 2 no model
+    configured, 3 a clarification is needed (when nobody is at the terminal to answer it).
+    """
+    from sophrosyne.agent import Solver
+    from sophrosyne.agent.ask import AskRequest, is_interactive, toolbox_for
+    from sophrosyne.agent.ask import ask as run_ask
+    from sophrosyne.errors import ModelError
+    from sophrosyne.llm import NOT_CONFIGURED, ModelClient
+    from sophrosyne.settings import Settings
+
+    if solver not in ("explorer", "flex"):
+        raise typer.BadParameter("--solver must be explorer or flex.")
+    with reported():
+        if server:
+            if len(args) != 1:
+                raise typer.BadParameter("with --server, give only the question.")
+            db, question = None, args[0]
+        else:
+            db, (question,) = split_db(args, 1, "[DB] QUESTION")
+        settings = Settings.load(config, policy_file=policy, directives=directives)
+        try:
+            llm = ModelClient.from_settings(settings, model=model, base_url=base_url)
+        except ModelError as exc:
+            if exc.message != NOT_CONFIGURED:
+                raise
+            err_console.print(f"error: {exc.message}", soft_wrap=True, highlight=False, markup=False)
+            raise typer.Exit(2) from None
+        env = open_env(db, config, descriptions, policy=policy, role=role, directives=directives) if db else None
+        chosen: Solver = "flex" if solver == "flex" else "explorer"
+        request = AskRequest(question, knowledge, chosen, review, trace, as_json, is_interactive(as_json))
+        code = run_ask(request, llm, settings, toolbox_for(env, server, token), (console, err_console))
+    raise typer.Exit(code)
+
+
+@app.command()
 def demo(
     db: Annotated[str | None, typer.Argument(help="Database for the walk-through (default: the HR demo).")] = None,
 ) -> None:
@@ -313,7 +394,47 @@ def demo(
         run_demo(open_env(resolve_db(db), None))
 
 
-app.command("index")(index_command)
+@app.command("index")
+def index(
+    db: Annotated[str, typer.Argument(help="Database: a .sqlite/.db/.duckdb path or a SQLAlchemy URL.")],
+    descriptions: DescriptionsOption = None,
+    config: ConfigOption = None,
+    values: Annotated[bool, typer.Option(help="Also index distinct text values, for literal grounding.")] = True,
+    value_seconds: Annotated[float, typer.Option(help="Time budget of the value index, seconds.", min=0.1)] = 20.0,
+    rebuild: Annotated[bool, typer.Option(help="Rebuild even when a cached index matches the schema.")] = False,
+) -> None:
+    """Build the offline index (BM25 + embeddings over columns, distinct values) in the cache folder.
+
+    The index is keyed by a hash of the schema and descriptions: it is reused while they are unchanged.
+
+    Example: sophrosyne index ../shared/datasets/bird_dev/dev_databases/superhero/superhero.sqlite
+    --descriptions ../shared/datasets/bird_dev/dev_databases/superhero/database_description
+    """
+    from rich.markup import escape
+
+    from sophrosyne.index.build import index_database
+    from sophrosyne.settings import Settings
+    from sophrosyne.terminal import progress_bar
+
+    with reported():
+        settings = Settings.load(config)
+        with progress_bar() as tick:
+            report = index_database(
+                db,
+                settings,
+                descriptions=descriptions,
+                values=values,
+                value_seconds=value_seconds,
+                rebuild=rebuild,
+                progress=tick,
+            )
+        console.print(
+            f"indexed {report.columns} columns of {report.tables} tables"
+            + (f" and {report.values} distinct values" if report.values is not None else "")
+            + f" in {report.seconds:.2f} s -> {escape(str(report.folder))}"
+        )
+
+
 app.add_typer(bench_app, name="bench")
 
 

@@ -13,7 +13,7 @@ from sophrosyne import guard
 from sophrosyne.audit import note_statement
 from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions
 from sophrosyne.connection import Database, QueryResult, open_database
-from sophrosyne.errors import ConfigError, QueryFailed, QueryTimeout
+from sophrosyne.errors import ConfigError, InvalidArgument, QueryFailed, QueryTimeout
 from sophrosyne.grounding import Grounder, ValueCache, contains, table_ref
 from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy
@@ -34,6 +34,8 @@ from sophrosyne.results import (
     cell,
     cut_note,
     fit_rows,
+    one_line,
+    shorten,
 )
 from sophrosyne.settings import Settings
 
@@ -161,7 +163,7 @@ class Environment:
         inferred = self._inferred_joins()
         for t in listed:
             keys = [_join_key(fk) for fk in [*t.foreign_keys, *inferred.get(t.name, [])]]
-            description = _one_line(t.description)
+            description = one_line(t.description)
             used += len(t.name) + len(description) + 40 + sum(len(k) for k in keys)
             if used > budget and shown:
                 break
@@ -213,7 +215,7 @@ class Environment:
                     type=c.type,
                     key=key,
                     nullable=c.nullable,
-                    description=_cut(desc, 200),
+                    description=shorten(desc, 200),
                     null_share=round(nulls / len(values), 3) if values else None,
                     samples=samples,
                 )
@@ -221,7 +223,7 @@ class Environment:
         return TableDescription(
             table=t.name,
             kind=t.kind,
-            description=_one_line(t.description),
+            description=one_line(t.description),
             row_estimate=t.row_estimate,
             columns=columns,
             references=[_join_key(fk) for fk in own],
@@ -243,7 +245,7 @@ class Environment:
         """Distinct values with counts; with `search`, values holding it first, then fuzzy matches."""
         t = self._table(table)
         c = self._column(t, column)
-        limit = max(1, min(limit or self.settings.distinct_limit, 1000))
+        limit = _count(limit, "limit", self.settings.distinct_limit, 1000)
         # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
         return self.grounder.distinct_values(t, c, t.row_estimate, search, limit)
 
@@ -260,8 +262,8 @@ class Environment:
     ) -> FoundRows:
         """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
         if not term.strip():
-            raise QueryFailed("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
-        limit = max(1, min(limit or self.settings.find_rows_limit, 500))
+            raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
+        limit = _count(limit, "limit", self.settings.find_rows_limit, 500)
         tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
         deadline = time.monotonic() + self.settings.timeout_s
         matches: list[TableRows] = []
@@ -313,7 +315,7 @@ class Environment:
 
     def execute_sql(self, sql: str, limit: int | None = None) -> QueryOutput:
         """Run one read-only statement; rows capped, with the SQL as executed."""
-        cap = max(1, min(limit or self.settings.row_cap, self.settings.row_cap))
+        cap = _count(limit, "limit", self.settings.row_cap, self.settings.row_cap)
         result, executed, expression = self._secure(sql, limit=cap)
         read = [ref.name for ref in expression.find_all(exp.Table)]
         rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
@@ -337,8 +339,8 @@ class Environment:
     def search_schema(self, query: str, k: int = 10) -> SchemaHits:
         """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
         if not query.strip():
-            raise QueryFailed("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
-        k = max(1, min(k, 100))
+            raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
+        k = _count(k, "k", 10, 100)
         return SchemaHits(query=query, hits=self.moderator.search(query, k))
 
     def set_oracle(self, gold_sql: str | None) -> None:
@@ -474,13 +476,16 @@ def _join_key(fk: ForeignKey) -> str:
     return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}{inferred}"
 
 
+def _count(value: int | None, name: str, default: int, most: int) -> int:
+    """A count argument (limit, k): the default when absent, at most `most`; below 1 is the caller's error."""
+    if value is None:
+        return min(default, most)
+    if value < 1:
+        raise InvalidArgument(
+            f"`{name}` must be 1 or more, not {value}.", hint=f"Leave it out for the default, {default}."
+        )
+    return min(value, most)
+
+
 def _select_all(table: Table, dialect: str, limit: int) -> str:
     return exp.select("*").from_(table_ref(table.name)).limit(limit).sql(dialect=dialect)
-
-
-def _one_line(text: str) -> str:
-    return _cut(" ".join(text.split()), 120)
-
-
-def _cut(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"

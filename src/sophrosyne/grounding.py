@@ -10,7 +10,6 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rapidfuzz import fuzz, process
 from sqlglot import exp
 
 from sophrosyne.catalog import Column, Table, is_text_type
@@ -49,6 +48,8 @@ class ColumnValues:
 
     def search(self, needle: str, limit: int, cutoff: float = 60.0) -> list[tuple[Any, int, float]]:
         """Values holding `needle` first (by count), then the closest fuzzy matches (by score)."""
+        from rapidfuzz import fuzz, process  # loaded on the first search, not at start-up
+
         self._prepare()
         assert self._words is not None
         needle = needle.strip().lower()
@@ -65,6 +66,8 @@ class ColumnValues:
 
     def _candidates(self, needle: str) -> range | set[int]:
         """Values worth a fuzzy score: all of a small column, else those sharing a (misspelt) word."""
+        from rapidfuzz import fuzz, process
+
         assert self._words is not None
         if len(self._values) <= FULL_SCAN_VALUES:
             return range(len(self._values))

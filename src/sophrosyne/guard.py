@@ -16,6 +16,7 @@ from sqlglot.tokenizer_core import Token
 from sophrosyne import engines, sql_functions
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
+from sophrosyne.results import shorten
 
 __all__ = ["check_sql"]
 
@@ -247,4 +248,4 @@ def _shown(text: str, limit: int = 60) -> str:
     visible = "".join(
         f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cf", "Cc", "Zl", "Zp") and c != "\n" else c for c in text
     )
-    return visible if len(visible) <= limit else visible[: limit - 3] + "..."
+    return shorten(visible, limit)

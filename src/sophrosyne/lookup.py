@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rapidfuzz import fuzz, process
 from sqlglot import exp
 
 from sophrosyne.catalog import Catalog, Column, Table
@@ -62,6 +61,8 @@ def explain_error(exc: QueryFailed, expression: exp.Expression, catalog: Catalog
 
 
 def did_you_mean(name: str, choices: list[str], fallback: str) -> str:
+    from rapidfuzz import fuzz, process  # loaded on the first miss, not at start-up
+
     best = process.extract(name, choices, scorer=fuzz.WRatio, processor=str.lower, limit=3, score_cutoff=60)
     if best:
         return "Did you mean " + " or ".join(f"`{b[0]}`" for b in best) + "?"

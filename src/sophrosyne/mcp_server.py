@@ -34,7 +34,10 @@ from sophrosyne.results import (
     TableDescription,
     TableList,
     count_tokens,
+    fit_rows,
+    new_nonce,
     render,
+    render_table,
 )
 from sophrosyne.settings import Settings
 
@@ -145,9 +148,15 @@ def _caller(env: Environment) -> Environment:
 
 
 def build_server(
-    env: Environment, *, name: str = "sophrosyne", http_url: str | None = None, require_token: bool = False
+    env: Environment,
+    *,
+    name: str = "sophrosyne",
+    http_url: str | None = None,
+    require_token: bool = False,
+    allow_python: bool = False,
 ) -> MCPServer:
-    """An MCP server exposing the environment's tools; with `require_token`, HTTP callers need a bearer token."""
+    """An MCP server exposing the environment's tools; with `require_token`, HTTP callers need a bearer token;
+    with `allow_python`, also `run_python` (a sandboxed program whose `sql()` runs as the caller's role)."""
     auth: dict[str, Any] = {}
     if require_token:
         if env.policy is None or not env.policy.token_hashes:
@@ -272,7 +281,63 @@ def build_server(
         """
         return _respond(_caller(env).explain_sql(sql))
 
+    if allow_python:
+        _add_run_python(server, env, mapped)
     return server
+
+
+class ProgramOutput(BaseModel):
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    output: str = ""
+    sql_calls: int = 0
+    elapsed_ms: float = 0.0
+
+
+def _add_run_python(server: MCPServer, env: Environment, mapped: Callable[[ToolFn], ToolFn]) -> None:
+    from sophrosyne.agent.python_exec import PythonExecutor
+    from sophrosyne.agent.tools import environment_rows
+
+    executor = PythonExecutor(env.settings)
+
+    @server.tool(annotations=READ_ONLY)
+    @mapped
+    def run_python(
+        code: Annotated[
+            str,
+            Field(
+                description="A Python program. sql(query) runs one read-only query and returns a pandas DataFrame "
+                "(pd is pandas); assign the answer to `result`."
+            ),
+        ],
+    ) -> Annotated[CallToolResult, ProgramOutput]:
+        """Run a Python program in a sandbox (no network, no files outside its own folder, CPU, memory and time
+        limits) for transformations awkward in SQL. Its sql() goes through the same read-only, role-filtered
+        path as execute_sql.
+
+        Example: run_python(code="df = sql('SELECT department FROM employees')\nresult = df.value_counts()")
+        """
+        caller = _caller(env)
+        ran = executor.run(code, lambda query: environment_rows(caller, query))
+        rows, _ = fit_rows(ran.columns, ran.rows, env.settings.token_budget)
+        output = ProgramOutput(
+            columns=ran.columns,
+            rows=rows,
+            row_count=len(rows),
+            output=ran.output,
+            sql_calls=len(ran.sql_calls),
+            elapsed_ms=round(ran.ms, 2),
+        )
+        cut = f" (showing {len(rows)} of {len(ran.rows)})" if len(rows) < len(ran.rows) else ""
+        text = f"{len(rows)} rows{cut} from {output.sql_calls} sql() calls\n" + render_table(
+            output.columns, rows, new_nonce()
+        )
+        if ran.output:
+            text += f"\nprinted:\n{ran.output}"
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=output.model_dump(mode="json")
+        )
 
 
 def serve(
@@ -281,10 +346,11 @@ def serve(
     http: bool = False,
     host: str = "127.0.0.1",
     port: int = 8000,
+    allow_python: bool = False,
 ) -> None:
     """Run the server over stdio (default) or streamable HTTP until interrupted."""
     require_token = http and env.policy is not None
-    server = build_server(env, http_url=f"http://{host}:{port}", require_token=require_token)
+    server = build_server(env, http_url=f"http://{host}:{port}", require_token=require_token, allow_python=allow_python)
     if http:
         server.run("streamable-http", host=host, port=port, stateless_http=True)
     else:
@@ -310,6 +376,7 @@ class ServeSpec(BaseModel):
     role: str | None = None
     directives: str | None = None
     audit_log: Path | None = None
+    allow_python: bool = False
 
     def open(self) -> Environment:
         settings = Settings.load(
@@ -342,5 +409,5 @@ def http_app() -> Starlette:
     env = spec.open()
     warm_in_background(env)
     url = f"http://{spec.host}:{spec.port}"
-    server = build_server(env, http_url=url, require_token=env.policy is not None)
+    server = build_server(env, http_url=url, require_token=env.policy is not None, allow_python=spec.allow_python)
     return server.streamable_http_app(stateless_http=True, host=spec.host)

@@ -15,7 +15,7 @@ from sophrosyne.errors import ConfigError
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.values import values_path
 from sophrosyne.joins import Probe
-from sophrosyne.results import CHARS_PER_TOKEN, Directive, SchemaHit
+from sophrosyne.results import CHARS_PER_TOKEN, Directive, SchemaHit, shorten
 from sophrosyne.settings import Settings
 
 Fetch = Callable[[str, str, int], list[Any]]
@@ -188,4 +188,4 @@ def _column_text(catalog: Catalog, hit: Any) -> str:
     if column is None:
         return ""
     text = "; ".join(p for p in (column.readable_name, column.description) if p)
-    return text if len(text) <= 120 else text[:119] + "…"
+    return shorten(text, 120)

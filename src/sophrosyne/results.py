@@ -7,7 +7,7 @@ import decimal
 import secrets
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 # A token is about four characters of English or SQL; close enough to budget a response.
 CHARS_PER_TOKEN = 4
@@ -29,6 +29,25 @@ def close_data(nonce: str) -> str:
     return f"</data {nonce}>"
 
 
+def shorten(text: str, limit: int, *, at_word: bool = False) -> str:
+    """`text` in at most `limit` characters, a cut marked with "…".
+
+    With `at_word` the cut falls between words and drops a dangling quote or operator, so a quoted clause
+    never ends mid-word. The one way text is cut anywhere in the package.
+    """
+    if len(text) <= limit:
+        return text
+    head = text[: max(0, limit - 1)]
+    if at_word and " " in head:
+        head = head.rsplit(" ", 1)[0].rstrip(" '\"=,;")
+    return head + "…"
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    """Whitespace folded to single spaces, then shortened: a description fit for one line."""
+    return shorten(" ".join(text.split()), limit)
+
+
 def cell(value: Any, max_chars: int) -> Any:
     """A JSON-friendly value, long strings and bytes cut with a visible mark."""
     if value is None or isinstance(value, bool | int | float):
@@ -40,10 +59,7 @@ def cell(value: Any, max_chars: int) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         raw = bytes(value)
         return f"<{len(raw)} bytes>"
-    text = str(value)
-    if len(text) > max_chars:
-        return text[: max_chars - 1] + "…"
-    return text
+    return shorten(str(value), max_chars)
 
 
 def cut_note(shown: int, total: int | None, what: str, why: str) -> str:
@@ -78,14 +94,21 @@ def _text(value: Any) -> str:
     return str(value).replace("\n", "\\n").replace("|", "\\|")
 
 
-class SourceInfo(BaseModel):
+class Result(BaseModel):
+    """Base of the typed tool results."""
+
+    # Validators are built on first use, not at import: a CLI call builds only the one result it returns.
+    model_config = ConfigDict(defer_build=True)
+
+
+class SourceInfo(Result):
     name: str
     dialect: str
     tables: int
     url: str
 
 
-class TableSummary(BaseModel):
+class TableSummary(Result):
     name: str
     kind: str = "table"
     description: str = ""
@@ -93,7 +116,7 @@ class TableSummary(BaseModel):
     join_keys: list[str] = Field(default_factory=list, description="`column -> table.column` foreign keys")
 
 
-class TableGroupInfo(BaseModel):
+class TableGroupInfo(Result):
     pattern: str
     count: int
     first: str
@@ -101,13 +124,13 @@ class TableGroupInfo(BaseModel):
     columns: int
 
 
-class Directive(BaseModel):
+class Directive(Result):
     table: str
     reason: str
     confidence: str = "high"
 
 
-class TableList(BaseModel):
+class TableList(Result):
     source: str
     tables: list[TableSummary]
     groups: list[TableGroupInfo] = Field(default_factory=list)
@@ -116,7 +139,7 @@ class TableList(BaseModel):
     cut: str | None = None
 
 
-class ColumnInfo(BaseModel):
+class ColumnInfo(Result):
     name: str
     type: str
     key: str | None = None
@@ -126,7 +149,7 @@ class ColumnInfo(BaseModel):
     samples: list[Any] = Field(default_factory=list)
 
 
-class TableDescription(BaseModel):
+class TableDescription(Result):
     table: str
     kind: str
     description: str = ""
@@ -139,13 +162,13 @@ class TableDescription(BaseModel):
     cut: str | None = None
 
 
-class ValueCount(BaseModel):
+class ValueCount(Result):
     value: Any
     count: int
     score: float | None = None
 
 
-class DistinctValues(BaseModel):
+class DistinctValues(Result):
     table: str
     column: str
     search: str | None = None
@@ -154,14 +177,14 @@ class DistinctValues(BaseModel):
     cut: str | None = None
 
 
-class TableRows(BaseModel):
+class TableRows(Result):
     table: str
     columns: list[str]
     rows: list[list[Any]]
     matched_columns: list[str]
 
 
-class FoundRows(BaseModel):
+class FoundRows(Result):
     term: str
     matches: list[TableRows]
     searched_tables: int
@@ -169,19 +192,19 @@ class FoundRows(BaseModel):
     cut: str | None = None
 
 
-class SchemaHit(BaseModel):
+class SchemaHit(Result):
     table: str
     column: str
     score: float
     description: str = ""
 
 
-class SchemaHits(BaseModel):
+class SchemaHits(Result):
     query: str
     hits: list[SchemaHit]
 
 
-class QueryOutput(BaseModel):
+class QueryOutput(Result):
     columns: list[str]
     rows: list[list[Any]]
     row_count: int
@@ -192,7 +215,7 @@ class QueryOutput(BaseModel):
     cut: str | None = None
 
 
-class QueryPlan(BaseModel):
+class QueryPlan(Result):
     sql_executed: str
     plan: list[str]
     hints: list[str] = Field(default_factory=list)

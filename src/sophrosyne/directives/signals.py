@@ -14,6 +14,7 @@ from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.text import STOPWORDS, normalize, word_tokens
 from sophrosyne.index.values import ValueIndex, normalize_value
+from sophrosyne.results import shorten
 
 RETRIEVAL_DEPTH = 50  # ranks per retriever that count in the fusion: deeper ones would add under 1 / (rrf_k + 50)
 
@@ -32,13 +33,6 @@ class TableSignals:
             self.features[feature] = value
         if reason and strength > self.reason_strength:
             self.reason, self.reason_strength = reason, strength
-
-
-def _clip(text: str, limit: int) -> str:
-    """Cut at a word boundary, so a quoted clause never ends mid-word or mid-quote."""
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0].rstrip(" '\"=,;") + "…"
 
 
 def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[str, TableSignals]) -> list[list[str]]:
@@ -203,7 +197,8 @@ def retrieval_signals(
             strength = (0.6 if is_knowledge else 0.5) * score
             reason = ""
             if strength > entry.reason_strength:
-                reason = f"`{index.docs[doc].table}.{index.docs[doc].column}` resembles \u201c{_clip(text, 40)}\u201d"
+                clause = shorten(text, 40, at_word=True)
+                reason = f"`{index.docs[doc].table}.{index.docs[doc].column}` resembles \u201c{clause}\u201d"
             entry.note(f"ret_{kind}", score, reason, strength)
             if rank == 1:
                 if is_knowledge or is_question:

@@ -1,0 +1,65 @@
+"""Build (or reuse) the offline schema and value index of one database, as `sophrosyne index` does."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sophrosyne.catalog import load_bird_descriptions
+from sophrosyne.connection import open_database
+from sophrosyne.index.embedders import default_embedder
+from sophrosyne.index.schema_index import Progress, index_folder, load_or_build
+from sophrosyne.index.values import ValueBudget, load_or_build_values, values_path
+from sophrosyne.settings import Settings
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What an index run produced: sizes, time, and where the index lives."""
+
+    columns: int
+    tables: int
+    values: int | None  # None when the value index was not asked for
+    seconds: float
+    folder: Path
+
+
+def index_database(
+    target: str,
+    settings: Settings,
+    *,
+    descriptions: Path | None = None,
+    values: bool = True,
+    value_seconds: float = 20.0,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+) -> IndexReport:
+    """Index every column (BM25 + embeddings) and, with `values`, the distinct text values, into the cache.
+
+    The index is keyed by a hash of the schema and descriptions, so it is reused while they are unchanged;
+    values are read through the database's timed read-only session like every other reader.
+    """
+    database = open_database(target, settings)
+    try:
+        catalog = database.catalog()
+        if descriptions is not None:
+            load_bird_descriptions(catalog, descriptions)
+        embedder = default_embedder()
+        folder = index_folder(settings.cache_dir, catalog, embedder)
+        if rebuild:
+            shutil.rmtree(folder, ignore_errors=True)
+            values_path(settings.cache_dir, catalog).unlink(missing_ok=True)
+        started = time.perf_counter()
+        index = load_or_build(catalog, settings.cache_dir, embedder=embedder, progress=progress)
+        count = None
+        if values:
+            if progress:
+                progress("values", 0, 1)
+            count = len(load_or_build_values(catalog, settings.cache_dir, database, ValueBudget(seconds=value_seconds)))
+            if progress:
+                progress("values", 1, 1)
+        return IndexReport(len(index.docs), len(index.tables), count, time.perf_counter() - started, folder)
+    finally:
+        database.close()
