@@ -32,6 +32,9 @@ class ForeignKey:
     columns: list[str]
     ref_table: str
     ref_columns: list[str]
+    # Declared by the schema, or inferred from names and values (sophrosyne.joins), with how sure that is.
+    inferred: bool = False
+    confidence: float = 1.0
 
 
 @dataclass

@@ -168,8 +168,9 @@ class Environment:
         listed = [t for t in catalog.tables.values() if t.name not in grouped]
         shown: list[TableSummary] = []
         used = 0
+        inferred = self._inferred_joins()
         for t in listed:
-            keys = [_join_key(fk) for fk in t.foreign_keys]
+            keys = [_join_key(fk) for fk in [*t.foreign_keys, *inferred.get(t.name, [])]]
             description = one_line(t.description)
             used += len(t.name) + len(description) + 40 + sum(len(k) for k in keys)
             if used > budget and shown:
@@ -196,7 +197,9 @@ class Environment:
         result = self._query(_select_all(t, self.dialect, limit), limit=limit)
         index = {c.lower(): i for i, c in enumerate(result.columns)}
         by_column = list(zip(*result.rows, strict=True)) if result.rows else []
-        fk_of = {col.lower(): fk for fk in t.foreign_keys for col in fk.columns}
+        inferred = self._inferred_joins()
+        own = [*t.foreign_keys, *inferred.get(t.name, [])]
+        fk_of = {col.lower(): fk for fk in reversed(own) for col in fk.columns}
         columns = []
         for c in t.columns:
             i = index.get(c.name.lower())
@@ -210,6 +213,7 @@ class Environment:
             if fk is not None:
                 target = (
                     f"FK -> {fk.ref_table}.{fk.ref_columns[fk.columns.index(c.name)] if c.name in fk.columns else ''}"
+                    + (f" (inferred, {fk.confidence:.2f})" if fk.inferred else "")
                 )
                 key = f"{key}, {target}" if key else target
             desc = "; ".join(p for p in (c.readable_name, c.description, c.value_description) if p)
@@ -230,10 +234,14 @@ class Environment:
             description=one_line(t.description),
             row_estimate=t.row_estimate,
             columns=columns,
-            references=[_join_key(fk) for fk in t.foreign_keys],
+            references=[_join_key(fk) for fk in own],
             referenced_by=[
                 f"{name}.{', '.join(fk.columns)} -> {', '.join(fk.ref_columns)}"
-                for name, fk in self.catalog.references_to(t.name)
+                + (f" (inferred, {fk.confidence:.2f})" if fk.inferred else "")
+                for name, fk in [
+                    *self.catalog.references_to(t.name),
+                    *((n, fk) for n, fks in inferred.items() for fk in fks if fk.ref_table == t.name),
+                ]
             ],
             sampled_rows=len(result.rows),
             reminder=self.moderator.reminder([t.name]),
@@ -356,9 +364,40 @@ class Environment:
             from sophrosyne.moderation import Moderator
 
             self._moderator = Moderator(
-                self.catalog, self.settings, self._distinct_sample, self.dialect, shared=self.role.unrestricted
+                self.catalog,
+                self.settings,
+                self._distinct_sample,
+                self.dialect,
+                shared=self.role.unrestricted,
+                probe=self._value_probe,
             )
         return self._moderator
+
+    # -- join inference (sophrosyne.joins) -------------------------------------------------------------------
+
+    def _inferred_joins(self) -> dict[str, list[ForeignKey]]:
+        """Joins the schema does not declare, inferred for this role (names, confirmed by values within
+        `join_inference_s`), by table; shown marked as inferred. Declared keys win: none is repeated here."""
+        by_table: dict[str, list[ForeignKey]] = {}
+        for join in self.moderator.prepared.joins.joins:
+            by_table.setdefault(join.table, []).append(join.as_foreign_key())
+        return by_table
+
+    def _value_probe(self, table: str, column: str, values: list[Any]) -> set[Any]:
+        """Which of `values` a column holds, read through this role's secured path (join confirmation)."""
+        literals = [v for v in values if isinstance(v, str | int | float) and not isinstance(v, bool)][:100]
+        if not literals:
+            return set()
+        target = exp.column(column, quoted=True)
+        query = (
+            exp.select(target)
+            .distinct()
+            .from_(table_ref(table))
+            .where(target.isin(*(exp.convert(v) for v in literals)))
+            .limit(len(literals))
+            .sql(dialect=self.dialect)
+        )
+        return {row[0] for row in self._query(query, limit=len(literals)).rows}
 
     def _distinct_sample(self, table: str, column: str, limit: int) -> list[Any]:
         """Distinct values of a column for the value index, read through this role's secured path."""
@@ -447,7 +486,8 @@ class Environment:
 
 
 def _join_key(fk: ForeignKey) -> str:
-    return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}"
+    inferred = f" (inferred, {fk.confidence:.2f})" if fk.inferred else ""
+    return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}{inferred}"
 
 
 def _count(value: int | None, name: str, default: int, most: int) -> int:

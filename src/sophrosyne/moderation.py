@@ -16,13 +16,17 @@ from sophrosyne.directives import (
     oracle_directives,
     score_tables,
 )
+from sophrosyne.directives.prepared import PreparedSchema, prepare_schema
+from sophrosyne.directives.scoring import warm
 from sophrosyne.errors import ConfigError
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.values import values_path
-from sophrosyne.results import Directive, SchemaHit, SourceRelevance, shorten
+from sophrosyne.joins import Probe
+from sophrosyne.results import CHARS_PER_TOKEN, Directive, SchemaHit, SourceRelevance, shorten
 from sophrosyne.settings import Settings
 
 Fetch = Callable[[str, str, int], list[Any]]
+DIRECTIVE_SHARE = 0.5  # most of a list_tables response the directives may take: the tables come first
 logger = logging.getLogger("sophrosyne.moderation")
 
 
@@ -33,8 +37,18 @@ class Moderator:
     role's secured path, so no directive, reason or search hit can name what the role cannot see.
     """
 
-    def __init__(self, catalog: Catalog, settings: Settings, fetch: Fetch, dialect: str, *, shared: bool) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        settings: Settings,
+        fetch: Fetch,
+        dialect: str,
+        *,
+        shared: bool,
+        probe: Probe | None = None,
+    ) -> None:
         self.catalog = catalog
+        self.probe = probe
         self.shared = shared  # an unrestricted role: its value index may be cached on disk and reused
         self.settings = settings
         self.fetch = fetch
@@ -43,14 +57,30 @@ class Moderator:
         self.given: dict[str, Directive] = {}
         self._index: SchemaIndex | None = None
         self._values: ValueIndex | None = None
+        self._prepared: PreparedSchema | None = None
         self._lock = threading.Lock()
+        self._prepare_lock = threading.Lock()
+
+    @property
+    def prepared(self) -> PreparedSchema:
+        """The schema as directives see it: shard groups as units, and the joins it does not declare,
+        inferred from names and confirmed by values read through the role's secured path."""
+        with self._prepare_lock:
+            if self._prepared is None:
+                self._prepared = prepare_schema(
+                    self.catalog, self.fetch, self.probe, budget_s=self.settings.join_inference_s
+                )
+            return self._prepared
 
     @property
     def index(self) -> SchemaIndex:
-        """The hybrid column index, from the cache when this schema was indexed before."""
+        """The hybrid column index (one table per unit), from the cache when this schema was indexed before."""
+        catalog = self.prepared.catalog
         with self._lock:
             if self._index is None:
-                self._index = load_or_build(self.catalog, self.settings.cache_dir)
+                index = load_or_build(catalog, self.settings.cache_dir)
+                warm(catalog, index)
+                self._index = index
             return self._index
 
     @property
@@ -69,7 +99,7 @@ class Moderator:
                 return ValueIndex.load(path)
             except (OSError, ValueError, KeyError):
                 pass  # a damaged entry is rebuilt
-        values = ValueIndex.build(self.catalog, self.fetch, ValueBudget(seconds=self.settings.value_index_s))
+        values = ValueIndex.build(self.prepared.catalog, self.fetch, ValueBudget(seconds=self.settings.value_index_s))
         if self.shared:
             path.parent.mkdir(parents=True, exist_ok=True)
             values.save(path)
@@ -104,13 +134,38 @@ class Moderator:
                 )
             computed = oracle_directives(self.oracle_sql, self.catalog, self.dialect)
         else:
+            prepared = self.prepared
             computed = compute_directives(
-                question or "", knowledge, self.catalog, self.index, self.values, inference=self._inference()
+                question or "",
+                knowledge,
+                prepared.catalog,
+                self.index,
+                self.values,
+                inference=self._inference(),
+                units=prepared.units,
             )
         given = [Directive(table=d.table, reason=d.reason, confidence=d.tier) for d in computed.irrelevant]
-        self.given = {d.table.lower(): d for d in given}
-        note = None if given else f"No directives for this question{': ' + computed.note if computed.note else ''}."
-        return given, note
+        # A unit (a shard group) is named once, but any of its tables earns the reminder.
+        self.given = {t.lower(): g for d, g in zip(computed.irrelevant, given, strict=True) for t in d.tables}
+        self.given.update({g.table.lower(): g for g in given})
+        shown, note = self._bounded(given)
+        if not given:
+            note = f"No directives for this question{': ' + computed.note if computed.note else ''}."
+        return shown, note
+
+    def _bounded(self, given: list[Directive]) -> tuple[list[Directive], str | None]:
+        """The directives (surest first) that fit their share of the token budget, with a note for the rest."""
+        budget = int(self.settings.token_budget * CHARS_PER_TOKEN * DIRECTIVE_SHARE)
+        used = 0
+        for count, d in enumerate(given):
+            used += len(d.table) + len(d.reason) + 30
+            if used > budget and count:
+                rest = len(given) - count
+                return given[:count], (
+                    f"{rest} more tables are likely irrelevant, with lower confidence; not listed to stay within "
+                    "the token budget."
+                )
+        return given, None
 
     def relevance(self, question: str | None, knowledge: str | None) -> SourceRelevance | None:
         """Whether this whole database is likely irrelevant to a question, before any table is named.
@@ -121,7 +176,8 @@ class Moderator:
         if self.settings.directives != "directives" or not (question or knowledge) or not self.catalog.tables:
             return None
         settings = DirectiveSettings()
-        scored = score_tables(question or "", knowledge, self.catalog, self.index, self.values, settings)
+        # Scored as directives score: shard groups as units, over the joins the schema declares or implies.
+        scored = score_tables(question or "", knowledge, self.prepared.catalog, self.index, self.values, settings)
         scores = scored.scores
         if not scores:
             return None

@@ -78,6 +78,12 @@ class Settings(BaseModel):
     value_index_s: float = Field(
         10.0, gt=0, le=3600, description="Seconds the value index (for grounding literals) may spend reading values."
     )
+    join_inference_s: float = Field(
+        3.0,
+        gt=0,
+        le=3600,
+        description="Seconds join inference may spend confirming undeclared joins by sampled values.",
+    )
     llm_base_url: str | None = Field(
         None, description="OpenAI-compatible endpoint (…/v1) of an inexpensive model that infers column names."
     )

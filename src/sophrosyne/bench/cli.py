@@ -45,7 +45,8 @@ def bench() -> None:
 @bench_app.command("directives")
 def directives_command(
     dataset: Annotated[
-        str | None, typer.Option(help="Shared dataset: bird-dev or spider-dev.", show_default=False)
+        str | None,
+        typer.Option(help="Shared dataset: bird-dev, spider-dev or spider2-cloud.", show_default=False),
     ] = None,
     questions: Annotated[
         Path | None,
@@ -83,6 +84,9 @@ def directives_command(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw the safe-rate vs prune-rate curve to this PNG.")] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+    drop_keys: Annotated[
+        bool, typer.Option(help="Remove every declared primary and foreign key first: joins are then inferred.")
+    ] = False,
 ) -> None:
     """Directives on every question: none, directives, oracle and the paper's method, in one run.
 
@@ -101,7 +105,9 @@ def directives_command(
         settings = DirectiveSettings(threshold=threshold, question_threshold=question_threshold)
         llm = ModelEndpoint(llm_base_url, llm_model, llm_api_key) if llm_base_url and llm_model else None
         with progress_bar(not quiet) as tick:
-            run = run_directives_bench(data, settings=settings, split=split, tick=tick, limit=limit, llm=llm)
+            run = run_directives_bench(
+                data, settings=settings, split=split, tick=tick, limit=limit, llm=llm, drop_keys=drop_keys
+            )
         result = report(run)
         print_report(result)
         if json_path:
@@ -127,7 +133,9 @@ def _load(
         return load_dataset(dataset)
     if questions and tables:
         return load_custom(questions, tables, descriptions, databases)
-    raise typer.BadParameter("give --dataset bird-dev|spider-dev, or --questions FILE with --tables FILE.")
+    raise typer.BadParameter(
+        "give --dataset bird-dev|spider-dev|spider2-cloud, or --questions FILE with --tables FILE."
+    )
 
 
 def _table(title: str, rows: dict[str, dict[str, Any]], first: str, metrics: tuple[str, ...] = METRICS) -> RichTable:
@@ -219,7 +227,10 @@ def print_report(result: dict[str, Any]) -> None:
         curve.add_row(_cell(point["threshold"]), *cells)
     console.print(curve)
     if result["skipped"]:
-        console.print(f"[yellow]{len(result['skipped'])} question(s) skipped: gold SQL does not parse.[/]")
+        console.print(
+            f"[yellow]{len(result['skipped'])} question(s) skipped: gold SQL does not parse or reads tables "
+            "without a schema (reasons in the JSON report).[/]"
+        )
 
 
 # The harness's commands (score, tokens, report, merge, run) register themselves on bench_app.

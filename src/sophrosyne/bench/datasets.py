@@ -12,7 +12,7 @@ from typing import Any
 from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, load_bird_descriptions
 from sophrosyne.errors import ConfigError
 
-DATASETS = ("bird-dev", "spider-dev")
+DATASETS = ("bird-dev", "spider-dev", "spider2-cloud")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,10 @@ class Dataset:
     questions: list[Question]
     catalogs: dict[str, Catalog]
     database_files: dict[str, Path] = field(default_factory=dict)
+    # Gold tables per question id, when the loader resolves them itself (Spider 2.0: qualified names,
+    # wildcard tables); otherwise the bench parses each question's SQL as SQLite.
+    gold: dict[str, frozenset[str]] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # questions the loader left out, and why
 
 
 def datasets_root(project_root: Path | None = None) -> Path:
@@ -135,7 +139,7 @@ def load_custom(
 
 
 def load_dataset(name: str, root: Path | None = None) -> Dataset:
-    """`bird-dev` or `spider-dev` from the shared datasets folder."""
+    """`bird-dev`, `spider-dev` or `spider2-cloud` from the shared datasets folder."""
     root = root or datasets_root()
     if name == "bird-dev":
         folder = root / "bird_dev"
@@ -149,4 +153,8 @@ def load_dataset(name: str, root: Path | None = None) -> Dataset:
     if name == "spider-dev":
         folder = root / "spider"
         return load_custom(folder / "dev.json", folder / "tables.json", None, folder / "database", name=name)
+    if name == "spider2-cloud":
+        from sophrosyne.bench.spider2 import load_spider2_cloud
+
+        return load_spider2_cloud(root)
     raise ConfigError(f"unknown dataset {name!r}.", hint=f"Use one of {', '.join(DATASETS)}.")

@@ -19,10 +19,13 @@ from sophrosyne.directives import (
     score_tables,
 )
 from sophrosyne.directives.knowledge import with_inferred_columns
+from sophrosyne.directives.prepared import PreparedSchema, prepare_schema
+from sophrosyne.directives.scoring import warm
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.values import ValueBudget, ValueIndex
+from sophrosyne.joins import without_keys
 
 SYSTEMS = ("none", "directives", "oracle", PAPER_RULES_TOP1)
 LLM_SYSTEMS = ("directives_llm", PAPER_LLM_TOP1)  # run only with a model for column inference
@@ -82,6 +85,22 @@ def tuning_split(dataset: Dataset, model: DirectiveModel) -> tuple[list[str], li
     return sorted(tuned), sorted(set(dataset.catalogs) - tuned)
 
 
+def prepare_dataset(dataset: Dataset, drop_keys: bool = False) -> dict[str, PreparedSchema]:
+    """Each database's schema as directives see it (units, inferred joins), every declared key removed first
+    with `drop_keys`. No database is queried: joins rest on names and types."""
+    return {
+        db_id: prepare_schema(without_keys(catalog) if drop_keys else catalog)
+        for db_id, catalog in sorted(dataset.catalogs.items())
+    }
+
+
+def question_gold(dataset: Dataset, q: Question, catalog: Catalog) -> set[str]:
+    """The tables a question's gold SQL reads: resolved by the loader when it did, else parsed as SQLite."""
+    if q.id in dataset.gold:
+        return set(dataset.gold[q.id])
+    return gold_tables(q.sql, catalog)
+
+
 def build_indexes(
     dataset: Dataset, embedder: Embedder, tick: Tick | None = None, values: bool = True
 ) -> tuple[dict[str, SchemaIndex], dict[str, ValueIndex], float, float]:
@@ -90,6 +109,7 @@ def build_indexes(
     names = sorted(dataset.catalogs)
     for i, db_id in enumerate(names):
         indexes[db_id] = SchemaIndex.build(dataset.catalogs[db_id], embedder=embedder)
+        warm(dataset.catalogs[db_id], indexes[db_id])
         if tick:
             tick("index", i + 1, len(names))
     index_s = time.perf_counter() - started
@@ -128,6 +148,7 @@ def run_directives_bench(
     limit: int | None = None,
     knowledge: bool = True,
     llm: ModelEndpoint | None = None,
+    drop_keys: bool = False,
 ) -> BenchRun:
     """Every system on every selected question; `run.settings` records each option as this run used it."""
     settings = settings or DirectiveSettings()
@@ -145,21 +166,28 @@ def run_directives_bench(
         "embedder": embedder.name,
         **settings.used(),
         "llm": llm.used() if llm else None,
+        "drop_keys": drop_keys,
     }
+    run.skipped = list(dataset.skipped)
     used = {q.db_id for q in questions}
+    originals = {k: v for k, v in dataset.catalogs.items() if k in used}
+    prepared = prepare_dataset(Dataset(dataset.name, [], originals), drop_keys)
+    run.settings["join_inference"] = _joins_used(prepared)
     subset = Dataset(
         dataset.name,
         questions,
-        {k: v for k, v in dataset.catalogs.items() if k in used},
+        {k: p.catalog for k, p in prepared.items()},
         {k: v for k, v in dataset.database_files.items() if k in used},
     )
     indexes, values, run.index_build_s, run.value_index_build_s = build_indexes(subset, embedder, tick)
     inference = LLMColumnInference(llm.base_url, llm.model, api_key=llm.api_key) if llm else None
     for n, q in enumerate(questions):
-        catalog: Catalog = subset.catalogs[q.db_id]
-        tables = list(catalog.tables)
+        schema = prepared[q.db_id]
+        catalog: Catalog = schema.catalog
+        unit_of = schema.units.unit_of()
+        tables = sorted(set(unit_of.values()))
         try:
-            gold = gold_tables(q.sql, catalog)
+            gold = {unit_of.get(t, t) for t in question_gold(dataset, q, originals[q.db_id])}
         except Exception as exc:  # a gold query sqlglot cannot parse is reported, not scored
             run.skipped.append({"id": q.id, "db_id": q.db_id, "error": str(exc)[:200]})
             continue
@@ -167,53 +195,77 @@ def run_directives_bench(
         run.outcomes.append(Outcome(q, "none", gold, tables, set()))
         run.outcomes.append(Outcome(q, "oracle", gold, tables, set(tables) - gold))
         index, value_index = indexes[q.db_id], values.get(q.db_id)
+
+        def units_of(names: list[str], unit_of: dict[str, str] = unit_of) -> set[str]:
+            return {unit_of.get(t, t) for t in names}
+
         started = time.perf_counter()
         scored = score_tables(q.question, q.knowledge, catalog, index, value_index, settings)
-        directives = decide_directives(scored, settings)
+        directives = decide_directives(scored, settings, schema.units)
         latency = (time.perf_counter() - started) * 1000
         swept = {
-            t: set(decide_directives(scored, replace(settings, threshold=t, question_threshold=t)).flagged)
+            t: units_of(
+                decide_directives(scored, replace(settings, threshold=t, question_threshold=t), schema.units).flagged
+            )
             for t in CURVE_THRESHOLDS
         }
         run.outcomes.append(
-            Outcome(q, "directives", gold, tables, set(directives.flagged), latency, directives.abstained, swept)
+            Outcome(q, "directives", gold, tables, units_of(directives.flagged), latency, directives.abstained, swept)
         )
         started = time.perf_counter()
         paper = paper_rules_top1(q.question, q.knowledge, catalog, index)
         latency = (time.perf_counter() - started) * 1000
-        run.outcomes.append(Outcome(q, PAPER_RULES_TOP1, gold, tables, set(paper.flagged), latency))
+        run.outcomes.append(Outcome(q, PAPER_RULES_TOP1, gold, tables, units_of(paper.flagged), latency))
         if inference is not None:
-            run.outcomes += _with_model(inference, q, gold, catalog, index, value_index, settings)
+            run.outcomes += _with_model(inference, q, gold, schema, index, value_index, settings)
         if tick:
             tick("questions", n + 1, len(questions))
     return run
+
+
+def _joins_used(prepared: dict[str, PreparedSchema]) -> dict[str, Any]:
+    """What the run's join inference rested on, for the report."""
+    joins = [j for p in prepared.values() for j in p.joins.joins]
+    return {
+        "inferred": len(joins),
+        "databases": len(prepared),
+        "evidence": "names and types only: the bench reaches no database to confirm joins by values",
+    }
 
 
 def _with_model(
     inference: LLMColumnInference,
     q: Question,
     gold: set[str],
-    catalog: Catalog,
+    schema: PreparedSchema,
     index: SchemaIndex,
     value_index: ValueIndex | None,
     settings: DirectiveSettings,
 ) -> list[Outcome]:
     """Directives with the model's column names as anchors, and the paper's top-1 over the same names; the
     model call counts in the latency of both."""
-    tables = list(catalog.tables)
+    catalog = schema.catalog
+    unit_of = schema.units.unit_of()
+    tables = sorted(set(unit_of.values()))
     started = time.perf_counter()
     names = inference.infer(q.question, q.knowledge, catalog)
     call_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
     scored = score_tables(q.question, with_inferred_columns(q.knowledge, names), catalog, index, value_index, settings)
-    directives = decide_directives(scored, settings)
+    directives = decide_directives(scored, settings, schema.units)
     directives_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
     paper = paper_llm_top1(q.question, names, catalog, index)
     paper_ms = (time.perf_counter() - started) * 1000
     return [
         Outcome(
-            q, "directives_llm", gold, tables, set(directives.flagged), call_ms + directives_ms, directives.abstained
+            q,
+            "directives_llm",
+            gold,
+            tables,
+            {unit_of.get(t, t) for t in directives.flagged},
+            call_ms + directives_ms,
+            directives.abstained,
         ),
-        Outcome(q, PAPER_LLM_TOP1, gold, tables, set(paper.flagged), call_ms + paper_ms),
+        Outcome(q, PAPER_LLM_TOP1, gold, tables, {unit_of.get(t, t) for t in paper.flagged}, call_ms + paper_ms),
     ]

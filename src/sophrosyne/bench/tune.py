@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 import sophrosyne.directives
 from sophrosyne.bench.datasets import Dataset, load_dataset
-from sophrosyne.bench.directives_bench import build_indexes
+from sophrosyne.bench.directives_bench import build_indexes, prepare_dataset, question_gold
 from sophrosyne.directives import (
     FEATURES,
     DirectiveModel,
@@ -26,7 +26,6 @@ from sophrosyne.directives import (
     Fit,
     TableScores,
     decide_directives,
-    gold_tables,
     score_tables,
 )
 from sophrosyne.directives.model import MODEL_FILE, probability, sigmoid
@@ -50,7 +49,8 @@ def split_databases(db_ids: Iterable[str]) -> tuple[list[str], list[str]]:
 def score_split(
     dataset: Dataset, databases: Iterable[str], drop_knowledge: bool = False, embedder: Embedder | None = None
 ) -> Scored:
-    """Gold tables and table features of every question on some databases.
+    """Gold units and table features of every question on some databases, on the schemas as directives see
+    them (shard groups as units, inferred joins), as the bench scores them.
 
     Without `drop_knowledge`, only the questions that come with knowledge (the others go to the model
     without knowledge). With it, every question, the knowledge appended: the model for questions without
@@ -61,23 +61,31 @@ def score_split(
         [q for q in dataset.questions if q.db_id in keep],
         {k: v for k, v in dataset.catalogs.items() if k in keep},
         {k: v for k, v in dataset.database_files.items() if k in keep},
+        gold=dataset.gold,
     )
-    indexes, values, _, _ = build_indexes(subset, embedder or default_embedder())
+    prepared = prepare_dataset(subset)
+    indexed = Dataset(dataset.name, [], {k: p.catalog for k, p in prepared.items()}, subset.database_files)
+    indexes, values, _, _ = build_indexes(indexed, embedder or default_embedder())
     settings = DirectiveSettings(min_tables=0)
     scored: Scored = []
     for q in subset.questions:
         if not drop_knowledge and not q.knowledge.strip():
             continue
-        catalog = subset.catalogs[q.db_id]
+        if drop_knowledge and len(q.knowledge) > settings.long_knowledge_chars:
+            continue  # a knowledge document is no question text: such questions teach the model with knowledge
+        schema = prepared[q.db_id]
+        unit_of = schema.units.unit_of()
+        representative = {unit_of.get(t, t): t for t in schema.catalog.tables}
         try:
-            gold = gold_tables(q.sql, catalog)
+            gold = {
+                representative.get(unit_of.get(t, t), t) for t in question_gold(subset, q, subset.catalogs[q.db_id])
+            }
         except Exception:
             continue
         question = f"{q.question} {q.knowledge}" if drop_knowledge else q.question
         knowledge = "" if drop_knowledge else q.knowledge
-        scored.append(
-            (gold, score_tables(question, knowledge, catalog, indexes[q.db_id], values.get(q.db_id), settings))
-        )
+        scores = score_tables(question, knowledge, schema.catalog, indexes[q.db_id], values.get(q.db_id), settings)
+        scored.append((gold, scores))
     return scored
 
 

@@ -10,6 +10,7 @@ from sophrosyne.directives.inference import LLMColumnInference
 from sophrosyne.directives.knowledge import Knowledge, knowledge_text, with_inferred_columns
 from sophrosyne.directives.model import DirectiveSettings
 from sophrosyne.directives.scoring import TableScores, score_tables
+from sophrosyne.directives.units import Units, tie_twins
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.values import ValueIndex
@@ -17,12 +18,18 @@ from sophrosyne.index.values import ValueIndex
 
 @dataclass(frozen=True)
 class TableDirective:
-    """A table named as likely irrelevant, why, and how sure we are (tier `high` or `medium`)."""
+    """A table named as likely irrelevant, why, and how sure we are (tier `high` or `medium`). A unit of
+    several tables (a shard group) is named once, by its pattern, with its members."""
 
     table: str
     reason: str
     tier: str
     confidence: float
+    members: tuple[str, ...] = ()
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return self.members or (self.table,)
 
 
 @dataclass
@@ -38,13 +45,23 @@ class Directives:
 
     @property
     def flagged(self) -> list[str]:
-        return [d.table for d in self.irrelevant]
+        """Every flagged table, the members of a flagged unit included."""
+        return [t for d in self.irrelevant for t in d.tables]
 
-    def render(self) -> str:
+    def render(self, max_chars: int = 4000) -> str:
+        """The directives, surest first, cut to `max_chars` with a note saying how many were left out."""
         if self.abstained or not self.irrelevant:
             return f"No directives for this question{': ' + self.note if self.note else ''}."
         lines = ["These tables are likely irrelevant to this question; explore them only if you find you need them:"]
-        lines += [f"- {d.table}: {d.reason} ({d.tier} confidence)" for d in self.irrelevant]
+        used = len(lines[0])
+        for shown, d in enumerate(self.irrelevant):
+            line = f"- {d.table}: {d.reason} ({d.tier} confidence)"
+            if used + len(line) + 80 > max_chars and shown:
+                rest = len(self.irrelevant) - shown
+                lines.append(f"({rest} more likely irrelevant tables of lower confidence are not listed.)")
+                break
+            lines.append(line)
+            used += len(line) + 1
         return "\n".join(lines)
 
 
@@ -56,6 +73,7 @@ def compute_directives(
     value_index: ValueIndex | None = None,
     settings: DirectiveSettings | None = None,
     inference: LLMColumnInference | None = None,
+    units: Units | None = None,
 ) -> Directives:
     """Name the tables of `catalog` (already restricted to the caller's role) likely irrelevant to a question.
 
@@ -67,11 +85,14 @@ def compute_directives(
         if names:
             knowledge = with_inferred_columns(text, names)
     scored = score_tables(question, knowledge, catalog, index, value_index, settings)
-    return decide_directives(scored, settings)
+    return decide_directives(scored, settings, units)
 
 
-def decide_directives(scored: TableScores, settings: DirectiveSettings | None = None) -> Directives:
-    """Keep tables scoring at least the threshold, close them over join paths, flag the rest."""
+def decide_directives(
+    scored: TableScores, settings: DirectiveSettings | None = None, units: Units | None = None
+) -> Directives:
+    """Keep tables scoring at least the threshold, close them over join paths (declared and inferred), tie
+    twins, flag the rest, surest first. With `units`, a flagged shard group is named once with its members."""
     settings = settings or DirectiveSettings()
     tables = list(scored.board)
     scores = {t: e.score for t, e in scored.board.items()}
@@ -79,6 +100,8 @@ def decide_directives(scored: TableScores, settings: DirectiveSettings | None = 
     if scored.abstain_note:
         return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
     relevant = _keep(scores, scored, settings.threshold_for(scored.has_knowledge), settings)
+    if relevant and units is not None:
+        relevant = tie_twins(relevant, units, scored.text)
     if not relevant:
         note = "nothing in the question matches the schema"
         return Directives(relevant=tables, abstained=True, note=note, scores=scores)
@@ -91,7 +114,10 @@ def decide_directives(scored: TableScores, settings: DirectiveSettings | None = 
         why = "nothing in the question or knowledge points to it"
         if reasons[table]:
             why = f"only a loose match: {reasons[table]}"
-        flagged.append(TableDirective(table, why, tier, round(1.0 - score, 3)))
+        members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
+        label = units.labels[table] if members and units is not None else table
+        flagged.append(TableDirective(label, why, tier, round(1.0 - score, 3), members))
+    flagged.sort(key=lambda d: (-d.confidence, d.table))
     return Directives(flagged, sorted(relevant), scores=scores)
 
 

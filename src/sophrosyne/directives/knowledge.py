@@ -92,3 +92,75 @@ def question_units(question: str) -> list[str]:
         else:
             run.append(word)
     return units
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
+PASSAGE_CHARS = 600  # a passage: a paragraph, or a run of short ones, or a slice of a long table or list
+
+
+def passages(document: str) -> list[str]:
+    """A long document cut into passages under PASSAGE_CHARS, each led by its section heading."""
+    out: list[str] = []
+    heading = ""
+    block: list[str] = []
+
+    def flush() -> None:
+        lines = [line for line in block if line.strip()]
+        block.clear()
+        chunk: list[str] = []
+        size = 0
+        for line in lines:
+            if chunk and size + len(line) > PASSAGE_CHARS:
+                out.append("\n".join([heading, *chunk]).strip())
+                chunk, size = [], 0
+            chunk.append(line[: PASSAGE_CHARS * 2])
+            size += len(line) + 1
+        if chunk:
+            out.append("\n".join([heading, *chunk]).strip())
+
+    for line in document.splitlines():
+        match = _HEADING.match(line)
+        if match:
+            flush()
+            heading = match.group(1).strip()
+        elif not line.strip() and sum(len(b) for b in block) > PASSAGE_CHARS // 2:
+            flush()
+        else:
+            block.append(line)
+    flush()
+    return [p for p in out if p]
+
+
+def relevant_passages(
+    question: str,
+    document: str,
+    similarity: list[float] | None = None,
+    keep: int = 4,
+    max_chars: int = 2400,
+    parts: list[str] | None = None,
+) -> list[str]:
+    """The passages of a long knowledge document that bear on the question, best first: by the share of the
+    question's content words they hold, plus their embedding similarity when given (one per passage)."""
+    parts = passages(document) if parts is None else parts
+    wanted = {w for w in tokenize_words(question)}
+    scored = []
+    for i, part in enumerate(parts):
+        words = set(tokenize_words(part))
+        overlap = len(wanted & words) / len(wanted) if wanted else 0.0
+        dense = similarity[i] if similarity is not None and i < len(similarity) else 0.0
+        scored.append((overlap + dense, i))
+    chosen: list[str] = []
+    used = 0
+    for _, i in sorted(scored, key=lambda s: (-s[0], s[1]))[:keep]:
+        if used + len(parts[i]) > max_chars and chosen:
+            break
+        chosen.append(parts[i])
+        used += len(parts[i])
+    return chosen
+
+
+def tokenize_words(text: str) -> list[str]:
+    """Content words, stemmed: what two texts must share to be about the same thing."""
+    from sophrosyne.index.text import tokenize
+
+    return [w for w in tokenize(text) if w not in QUERY_NOISE and not w.isdigit()]

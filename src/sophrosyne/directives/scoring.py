@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from sophrosyne.catalog import Catalog
-from sophrosyne.directives.knowledge import Knowledge, knowledge_text, knowledge_units, question_units
+from sophrosyne.directives.knowledge import (
+    Knowledge,
+    knowledge_text,
+    knowledge_units,
+    passages,
+    question_units,
+    relevant_passages,
+)
 from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_signals, value_signals
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.text import tokenize
+from sophrosyne.index.text import QUERY_NOISE, tokenize
 from sophrosyne.index.values import ValueIndex
+from sophrosyne.index.vectors import one_blas_thread
 
 # Signals that name or ground a table outright; a knowledge-less question with none of them, and no word of the
 # schema, gets no directives.
@@ -27,6 +39,7 @@ class TableScores:
     abstain_note: str = ""
     anchor_groups: list[list[str]] = field(default_factory=list)  # holders of each column the knowledge names
     has_knowledge: bool = True
+    text: str = ""  # the question and its knowledge, for what the decision reads from them (twins told apart)
 
     @property
     def scores(self) -> dict[str, float]:
@@ -42,13 +55,28 @@ def score_tables(
     settings: DirectiveSettings | None = None,
 ) -> TableScores:
     """Score every visible table by what in the question and knowledge points to it."""
-    settings = settings or DirectiveSettings()
+    with one_blas_thread():
+        return _score_tables(question, knowledge, catalog, index, value_index, settings or DirectiveSettings())
+
+
+def _score_tables(
+    question: str,
+    knowledge: Knowledge,
+    catalog: Catalog,
+    index: SchemaIndex,
+    value_index: ValueIndex | None,
+    settings: DirectiveSettings,
+) -> TableScores:
     text = knowledge_text(knowledge)
+    chosen: list[str] | None = None
+    if len(text) > settings.long_knowledge_chars:
+        chosen = _focus(question, text, index, settings.knowledge_passages)
+        text = "\n".join(chosen)
     has_knowledge = bool(text.strip())
     lexicon = lexicon_for(catalog)
     board = {t: TableSignals() for t in catalog.tables}
     if len(board) <= settings.min_tables:
-        return TableScores(board, lexicon, "the database has too few tables")
+        return TableScores(board, lexicon, "the database has too few tables", text=f"{question} {text}")
     anchor_groups = name_signals(question, text, lexicon, board)
     for word in set(tokenize(question)):
         if len(word) >= 3:
@@ -57,7 +85,15 @@ def score_tables(
                     board[t].note("value_desc_word", 1.0)
     if settings.values:
         value_signals(question, text, catalog, value_index, board)
-    retrieval_signals(knowledge_units(text), question_units(question), index, lexicon, settings.rrf_k, board)
+    units = question_units(question)
+    if settings.synonyms:
+        found = synonyms(question, lexicon, index, settings.synonym_similarity)
+        if found:
+            # The question is also searched with the schema's words for its own: "trophy" as `awards`.
+            units[0] = f"{question} ({' '.join(found)})"
+    # A document's passages are searched whole: clause by clause, 16 passages made 150 searches a question.
+    searched = chosen if chosen is not None else knowledge_units(text)
+    retrieval_signals(searched, units, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(question, has_knowledge, lexicon, board)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.values():
@@ -67,7 +103,64 @@ def score_tables(
         # No word of the question is a word of the schema, and nothing is named or grounded: any pick would
         # rest on fuzzy similarity alone, so say nothing rather than name tables at random.
         abstain = "nothing in the question names or resembles a table, column or value closely enough"
-    return TableScores(board, lexicon, abstain_note=abstain, anchor_groups=anchor_groups, has_knowledge=has_knowledge)
+    return TableScores(
+        board,
+        lexicon,
+        abstain_note=abstain,
+        anchor_groups=anchor_groups,
+        has_knowledge=has_knowledge,
+        text=f"{question} {text}",
+    )
+
+
+_PASSAGES: dict[tuple[str, int], tuple[list[str], npt.NDArray[np.float32]]] = {}
+
+
+def warm(catalog: Catalog, index: SchemaIndex, settings: DirectiveSettings | None = None) -> None:
+    """Derive now what every question on this schema reuses (lexicon, column maps, schema vocabulary
+    vectors), so the first question costs what the others do: part of building the index, not of answering."""
+    settings = settings or DirectiveSettings()
+    with one_blas_thread():
+        _score_tables("warm up", "", catalog, index, None, settings)
+        lexicon = lexicon_for(catalog)
+        if settings.synonyms and lexicon.name_words:
+            synonyms("xqzv", lexicon, index, settings.synonym_similarity)
+
+
+def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: float) -> list[str]:
+    """Schema words standing in for question words the schema lacks, by embedding similarity of the words
+    (`supervisor` -> `manager`): the nearest schema word of each, when it is near enough."""
+    missing = [w for w in dict.fromkeys(tokenize(question)) if w not in lexicon.name_words and len(w) > 2]
+    missing = [w for w in missing if not w.isdigit() and w not in QUERY_NOISE]
+    if not missing or not lexicon.name_words:
+        return []
+    key = ("vocabulary", id(lexicon))
+    cached = index.derived.get(key)
+    if cached is None or cached[0] is not lexicon:
+        words = sorted(w for w in lexicon.name_words if len(w) > 2 and not w.isdigit())
+        cached = (lexicon, (words, index.embed(words) if words else np.zeros((0, 1), np.float32)))
+        index.derived[key] = cached
+    vocabulary, vectors = cached[1]
+    if not vocabulary:
+        return []
+    sims = index.embed(missing) @ vectors.T
+    best = sims.argmax(axis=1)
+    return [vocabulary[j] for i, j in enumerate(best) if sims[i, j] >= similarity]
+
+
+def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[str]:
+    """A long knowledge document (a manual, a schema guide) reduced to the passages about the question.
+
+    A document's passages and their vectors are kept: many questions share one document."""
+    key = (index.embedder.name, hash(document))
+    if key not in _PASSAGES:
+        if len(_PASSAGES) >= 64:
+            _PASSAGES.clear()
+        parts = passages(document)
+        _PASSAGES[key] = (parts, index.embed(parts) if parts else np.zeros((0, 1), np.float32))
+    parts, vectors = _PASSAGES[key]
+    similarity = [float(v) for v in vectors @ index.embed([question])[0]] if parts else None
+    return relevant_passages(question, document, similarity, keep=keep, max_chars=keep * 600, parts=parts)
 
 
 def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: dict[str, TableSignals]) -> float:
@@ -81,12 +174,13 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
     content = tokenize(question)
     coverage = sum(w in lexicon.name_words for w in content) / len(content) if content else 0.0
     content_set = set(content)
-    word_holders = {w: {t for t in board if w in lexicon.table_words.get(t, ())} for w in content_set}
+    owned = {t: content_set & lexicon.table_words.get(t, set()) for t in board}
+    holders = Counter(w for words in owned.values() for w in words)  # how many tables have each word
     for table, entry in board.items():
         if content_set:
-            own = {w for w in content_set if table in word_holders[w]}
-            only = {w for w in own if len(word_holders[w]) == 1}
-            others = {w for w in content_set if word_holders[w] - {table}}
+            own = owned[table]
+            only = {w for w in own if holders[w] == 1}
+            others = {w for w in content_set if holders[w] - (w in own) > 0}
             entry.features["own_cover"] = len(own) / len(content_set)
             entry.features["only_cover"] = len(only) / len(content_set)
             entry.features["others_cover"] = len(others) / len(content_set)

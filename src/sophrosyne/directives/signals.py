@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from sophrosyne.catalog import Catalog
 from sophrosyne.directives.knowledge import infer_identifiers, quoted_literals
@@ -32,10 +33,6 @@ class TableSignals:
             self.features[feature] = value
         if reason and strength > self.reason_strength:
             self.reason, self.reason_strength = reason, strength
-
-
-def _phrase_in(phrase: str, text: str) -> bool:
-    return bool(phrase) and f" {phrase} " in text
 
 
 def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[str, TableSignals]) -> list[list[str]]:
@@ -72,16 +69,17 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
             board[holders[0]].note("knowledge_word", 1.0, f"the knowledge says `{ident}`", 0.4)
         for t in holders if len(holders) > 1 else []:
             board[t].note("knowledge_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`", 0.3)
-    text = f" {normalize(question + ' ' + knowledge)} "
+    # Spellings are looked up among the text's runs of words: a warehouse has tens of thousands of them.
+    grams = lexicon.grams(normalize(question + " " + knowledge))
     for table, phrases in lexicon.table_phrases.items():
-        if any(_phrase_in(p, text) for p in phrases):
+        if any(p in grams for p in phrases):
             board[table].note("table_named", 1.0, "the question names it", 0.9)
-    for phrase, named in lexicon.columns.items():
-        if " " in phrase and _phrase_in(phrase, text):
-            tables = {t for t, _ in named}
-            feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
-            for t in tables:
-                board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`", 0.8)
+    for phrase in [p for p in lexicon.columns if " " in p and p in grams]:
+        named = lexicon.columns[phrase]
+        tables = {t for t, _ in named}
+        feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
+        for t in tables:
+            board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`", 0.8)
     return [holders for _, holders in anchored]
 
 
@@ -108,9 +106,33 @@ def value_signals(
                 gram = words[start : start + size]
                 if gram[0] in STOPWORDS or gram[-1] in STOPWORDS or len("".join(gram)) < 3:
                     continue
-                found = {t for t, _ in values.lookup(" ".join(gram)) if t in board}
+                # One plain word of the question is a value in another form too often by chance
+                # ("states", "State"): only runs of words and quoted literals are looked up in any form.
+                found = {t for t, _ in values.lookup(" ".join(gram), forms=size > 1) if t in board}
                 for t in found:
                     board[t].note("value_mention", 1.0 / len(found), f"holds the value '{' '.join(gram)}'", 0.7)
+
+
+IntArray = npt.NDArray[np.int64]
+
+
+def _document_maps(
+    index: SchemaIndex, lexicon: Lexicon, names: list[str]
+) -> tuple[npt.NDArray[np.bool_], IntArray, IntArray]:
+    """Per indexed column: whether the caller sees it, the table it counts for, the table holding it. The same
+    for every question on one index and catalog, so kept (a large schema has tens of thousands of columns)."""
+    key = ("maps", id(lexicon), tuple(names))
+    cached = index.derived.get(key)
+    if cached is not None and cached[0] is lexicon:
+        maps: tuple[npt.NDArray[np.bool_], IntArray, IntArray] = cached[1]
+        return maps
+    position = {name: i for i, name in enumerate(names)}
+    visible = np.array([(d.table, d.column) in lexicon.visible for d in index.docs])
+    owner = np.array([position.get(lexicon.join_columns.get((d.table, d.column), d.table), -1) for d in index.docs])
+    visible &= owner >= 0
+    holder = np.array([position.get(d.table, -1) for d in index.docs])
+    index.derived[key] = (lexicon, (visible, owner, holder))
+    return visible, owner, holder
 
 
 def retrieval_signals(
@@ -128,14 +150,10 @@ def retrieval_signals(
     units = knowledge_units + question_units
     if not units or not index.docs:
         return
-    visible = np.array([(d.table, d.column) in lexicon.visible for d in index.docs])
+    names = list(board)
+    visible, owner, holder = _document_maps(index, lexicon, names)
     if not visible.any():
         return
-    names = list(board)
-    position = {name: i for i, name in enumerate(names)}
-    owner = np.array([position.get(lexicon.join_columns.get((d.table, d.column), d.table), -1) for d in index.docs])
-    visible &= owner >= 0
-    holder = np.array([position.get(d.table, -1) for d in index.docs])
     lexical = index.bm25_matrix(units)
     lexical[:, ~visible] = 0.0
     dense = index.vectors.all_scores(index.embed(units))
@@ -147,18 +165,17 @@ def retrieval_signals(
     table_fused = np.zeros((count, len(names)), np.float32)
     table_lexical = np.zeros((count, len(names)), np.float32)
     best_doc = np.zeros((count, len(names)), np.int64)
-    for t in range(len(names)):
-        members = np.flatnonzero(owner == t)
-        if len(members) == 0:
-            continue
-        block = fused[:, members]
-        best = block.argmax(axis=1)
-        best_doc[:, t] = members[best]
-        table_fused[:, t] = block[np.arange(count), best]
-    for t in range(len(names)):
-        holders = np.flatnonzero(holder == t)
-        if len(holders):
-            table_lexical[:, t] = lexical[:, holders].max(axis=1)
+    # Only the columns a retriever ranked score anything: visit those, not every column of every table (a
+    # 5,000-table catalog has 100,000 columns).
+    for row in range(count):
+        for column in np.flatnonzero(fused[row] > 0):
+            t = owner[column]
+            if fused[row, column] > table_fused[row, t]:
+                table_fused[row, t] = fused[row, column]
+                best_doc[row, t] = column
+        hits = np.flatnonzero(lexical[row] > 0)
+        hits = hits[holder[hits] >= 0]
+        np.maximum.at(table_lexical[row], holder[hits], lexical[row, hits])
     top_lexical = table_lexical.max(axis=1, keepdims=True)
     table_lexical = np.divide(table_lexical, top_lexical, out=np.zeros_like(table_lexical), where=top_lexical > 0)
     relative = table_fused / (2.0 / (rrf_k + 1))  # the most a column can get: rank 1 in both

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sophrosyne.catalog import Catalog
-from sophrosyne.index.text import normalize, tokenize
+from sophrosyne.index.text import expanded, normalize, tokenize
 
 
 @dataclass
@@ -16,24 +16,47 @@ class Lexicon:
     table_phrases: dict[str, list[str]]  # table -> normalised spellings of its name
     columns: dict[str, list[tuple[str, str]]]  # normalised column name -> (table, column)
     raw_columns: dict[str, list[tuple[str, str]]]  # lower-cased column name -> (table, column)
+    # Tables joined by a key: declared ones (and columns named like a primary key); inferred ones only where
+    # the schema declares none. Declared keys win: a schema that declares keys is trusted to declare its joins
+    # for directives (the tools still show inferred joins, marked).
     graph: dict[str, set[str]]
     value_words: dict[str, set[str]]  # word of a value description -> tables
     name_words: set[str]  # stemmed words of table and column names
     table_words: dict[str, set[str]]  # table -> stemmed words of its name and column names
     visible: set[tuple[str, str]]  # (table, column) the caller may see
     join_columns: dict[tuple[str, str], str]  # foreign-key column -> the table it points at
+    max_phrase_words: int = 1  # the most words a table or column spelling has
+
+    def grams(self, text: str) -> set[str]:
+        """Every run of up to `max_phrase_words` words of a normalised text: the spellings it may contain."""
+        words = text.split()
+        size = self.max_phrase_words
+        return {" ".join(words[i : i + n]) for n in range(1, size + 1) for i in range(len(words) - n + 1)}
 
 
 _LEXICONS: dict[tuple[object, ...], Lexicon] = {}
+_BY_CATALOG: dict[int, tuple[Catalog, Lexicon]] = {}
 
 
 def lexicon_for(catalog: Catalog) -> Lexicon:
-    """The lexicon of a catalog, cached by its names, descriptions and keys."""
+    """The lexicon of a catalog, cached by its names, descriptions and keys (and by the catalog itself: a
+    catalog does not change once read, and hashing a warehouse's names costs milliseconds per question)."""
+    known = _BY_CATALOG.get(id(catalog))
+    if known is not None and known[0] is catalog:
+        return known[1]
+    lexicon = _lexicon_for(catalog)
+    if len(_BY_CATALOG) > 256:
+        _BY_CATALOG.clear()
+    _BY_CATALOG[id(catalog)] = (catalog, lexicon)
+    return lexicon
+
+
+def _lexicon_for(catalog: Catalog) -> Lexicon:
     signature = tuple(
         (
             t.name,
             tuple((c.name, c.readable_name, c.value_description) for c in t.columns),
-            tuple((tuple(fk.columns), fk.ref_table) for fk in t.foreign_keys),
+            tuple((tuple(fk.columns), fk.ref_table, fk.inferred) for fk in t.foreign_keys),
             tuple(t.primary_key),
         )
         for t in catalog.tables.values()
@@ -45,20 +68,25 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
     columns: dict[str, list[tuple[str, str]]] = {}
     raw: dict[str, list[tuple[str, str]]] = {}
     graph: dict[str, set[str]] = {t: set() for t in catalog.tables}
+    declares = any(not fk.inferred for t in catalog.tables.values() for fk in t.foreign_keys)
     table_phrases: dict[str, list[str]] = {}
     value_words: dict[str, set[str]] = {}
     for table in catalog.tables.values():
-        phrases = {normalize(table.name)}
+        # A qualified warehouse name (`project.dataset.table`) is written in a question by its last part,
+        # a date-sharded one without its date.
+        short = table.name.rsplit(".", 1)[-1]
+        phrases = {normalize(table.name), normalize(short), normalize(short.rstrip("0123456789_"))}
         table_phrases[table.name] = sorted(p for p in phrases if p)
         for column in table.columns:
-            for spelling in {normalize(column.name), normalize(column.readable_name)} - {""}:
+            spellings = {normalize(column.name), normalize(column.readable_name), normalize(expanded(column.name))}
+            for spelling in spellings - {""}:
                 columns.setdefault(spelling, []).append((table.name, column.name))
             raw.setdefault(column.name.lower(), []).append((table.name, column.name))
             for word in set(tokenize(column.value_description)):
                 value_words.setdefault(word, set()).add(table.name)
         for fk in table.foreign_keys:
             ref = catalog.table(fk.ref_table)
-            if ref is not None and ref.name != table.name:
+            if ref is not None and ref.name != table.name and not (fk.inferred and declares):
                 graph[table.name].add(ref.name)
                 graph[ref.name].add(table.name)
     # Where the schema declares no foreign key, a column named like another table's one-column primary key
@@ -97,6 +125,10 @@ def lexicon_for(catalog: Catalog) -> Lexicon:
         table_words,
         visible,
         join_columns,
+        max(
+            (p.count(" ") + 1 for p in [*columns, *(q for ps in table_phrases.values() for q in ps)]),
+            default=1,
+        ),
     )
     if len(_LEXICONS) > 256:
         _LEXICONS.clear()

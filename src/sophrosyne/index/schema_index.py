@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import bm25s
 import numpy as np
@@ -19,11 +20,10 @@ from sophrosyne.catalog import Catalog
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.fusion import reciprocal_rank_fusion
-from sophrosyne.index.text import split_identifier, tokenize
+from sophrosyne.index.text import expanded, split_identifier, tokenize
 from sophrosyne.index.vectors import VectorIndex
 
 INDEX_VERSION = 1
-DENSE_BM25_LIMIT = 20_000_000  # vocabulary x documents below which BM25 runs as one matrix product
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 Progress = Callable[[str, int, int], None]
 """Called as progress(stage, done, total) while an index is built."""
@@ -49,10 +49,20 @@ class ColumnDoc:
     value_description: str = ""
 
     @property
+    def table_text(self) -> str:
+        """The table as words: a qualified warehouse name by its dataset and table, not its project."""
+        return " ".join(split_identifier(".".join(self.table.split(".")[-2:])))
+
+    @property
+    def spelled_out(self) -> str:
+        """The column's abbreviations spelled out (`qty` -> quantity), when it has any."""
+        return expanded(self.column.rsplit(".", 1)[-1])
+
+    @property
     def name_text(self) -> str:
         words = " ".join(split_identifier(self.column))
-        readable = f" ({self.readable_name})" if self.readable_name else ""
-        return f"{' '.join(split_identifier(self.table))} {words}{readable}"
+        readable = f" ({self.readable_name or self.spelled_out})" if self.readable_name or self.spelled_out else ""
+        return f"{self.table_text} {words}{readable}"
 
     @property
     def embed_text(self) -> str:
@@ -63,7 +73,7 @@ class ColumnDoc:
 
     @property
     def bm25_tokens(self) -> list[str]:
-        names = tokenize(f"{self.table} {self.column} {self.readable_name}")
+        names = tokenize(f"{self.table_text} {self.column} {self.readable_name or self.spelled_out}")
         # Names count twice: a word in the name says more than the same word deep in a description.
         return names + names + tokenize(self.description) + tokenize(self.value_description[:300])
 
@@ -106,7 +116,9 @@ class SchemaIndex:
         self.embedder = embedder
         self.key = key
         self.build_s = 0.0
-        self._bm25_dense: npt.NDArray[np.float32] | None = None
+        # What directives derive from this index per catalog (column maps, vocabulary vectors), kept with it so
+        # that it lives and dies with the index. Keys hold ids; values hold the objects, checked on reading.
+        self.derived: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self.tables = sorted({d.table for d in docs})
         self.doc_table = np.array([self.tables.index(d.table) for d in docs], dtype=np.int64)
 
@@ -182,27 +194,28 @@ class SchemaIndex:
         return np.asarray(self.bm25.get_scores(tokens), dtype=np.float32)
 
     def bm25_matrix(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """BM25 scores of several queries against every document (rows: queries), in one product when small."""
+        """BM25 scores of several queries against every document (rows: queries)."""
         if not self.docs:
             return np.zeros((len(texts), 0), np.float32)
         vocab: dict[str, int] = self.bm25.vocab_dict
-        if len(vocab) * len(self.docs) > DENSE_BM25_LIMIT:
-            rows = [self.bm25_scores(t) for t in texts]
-            return np.stack(rows) if rows else np.zeros((0, len(self.docs)), np.float32)
-        if self._bm25_dense is None:
-            scores = self.bm25.scores
-            matrix = np.zeros((len(vocab), len(self.docs)), np.float32)
-            indptr, indices, data = scores["indptr"], scores["indices"], scores["data"]
-            for term in range(len(indptr) - 1):
-                matrix[term, indices[indptr[term] : indptr[term + 1]]] = data[indptr[term] : indptr[term + 1]]
-            self._bm25_dense = matrix
         counts = np.zeros((len(texts), len(vocab)), np.float32)
         for row, text in enumerate(texts):
             for token in tokenize(text):
                 column = vocab.get(token)
                 if column is not None:
                     counts[row, column] += 1.0
-        result: npt.NDArray[np.float32] = counts @ self._bm25_dense
+        return self._bm25_postings(counts)
+
+    def _bm25_postings(self, counts: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Query-term counts times BM25 weights, over the posting lists of the query's terms only: a query
+        touches a few dozen terms of a vocabulary that runs to tens of thousands on a large schema."""
+        scores = self.bm25.scores
+        indptr, indices, data = scores["indptr"], scores["indices"], scores["data"]
+        result = np.zeros((counts.shape[0], len(self.docs)), np.float32)
+        for term in np.flatnonzero(counts.any(axis=0)):
+            docs = indices[indptr[term] : indptr[term + 1]]
+            weights = np.asarray(data[indptr[term] : indptr[term + 1]], np.float32)
+            result[:, docs] += counts[:, term : term + 1] * weights[None, :]
         return result
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from sophrosyne.catalog import Catalog, is_text_type
+from sophrosyne.index.text import stem
 
 if TYPE_CHECKING:
     from sophrosyne.connection import Database
@@ -20,6 +22,47 @@ if TYPE_CHECKING:
 
 def normalize_value(value: str) -> str:
     return " ".join(value.lower().split())
+
+
+_MONTH_NAMES = (
+    "jan january|feb february|mar march|apr april|may|jun june|jul july|aug august|sep sept september|"
+    "oct october|nov november|dec december"
+)
+_MONTHS = {m: i + 1 for i, names in enumerate(_MONTH_NAMES.split("|")) for m in names.split()}
+_ISO = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:[ t].*)?$")
+_US = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")
+_WORDY = re.compile(r"^(?:(\d{1,2})(?:st|nd|rd|th)?\s+([a-z]+)|([a-z]+)\s+(\d{1,2})(?:st|nd|rd|th)?),?\s+(\d{4})$")
+_NUMBER = re.compile(r"^[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
+
+
+def _date_form(text: str) -> str | None:
+    """`January 7, 2021`, `7 Jan 2021`, `01/07/2021`, `2021/1/7` and `2021-01-07 00:00:00` as `2021-01-07`."""
+    year = month = day = 0
+    if match := _ISO.match(text):
+        year, month, day = int(match[1]), int(match[2]), int(match[3])
+    elif match := _US.match(text):
+        month, day, year = int(match[1]), int(match[2]), int(match[3])
+    elif match := _WORDY.match(text):
+        day = int(match[1] or match[4])
+        month = _MONTHS.get(match[2] or match[3] or "", 0)
+        year = int(match[5])
+    if not (1 <= month <= 12 and 1 <= day <= 31 and year):
+        return None
+    return f"{year:04d}-{month:02d}-{day:02d}"
+
+
+def value_form(value: str) -> str:
+    """A spelling-blind form of a value, for a second lookup when the exact one fails: case, punctuation,
+    spacing, plurals (`Labradors`, `labrador`), thousands separators and trailing zeros (`1,000.0`), and
+    dates written differently (`Jan 7, 2021`, `2021-01-07`) all fold to one form."""
+    text = normalize_value(value)
+    date = _date_form(text)
+    if date is not None:
+        return date
+    if _NUMBER.match(text):
+        number = text.replace(",", "")
+        return number.rstrip("0").rstrip(".") if "." in number else number.lstrip("+")
+    return "".join(stem(w) for w in re.findall(r"[a-z]+|\d+", text))
 
 
 @dataclass
@@ -40,10 +83,26 @@ class ValueIndex:
     values: dict[str, list[int]] = field(default_factory=dict)
     complete: bool = True
     build_s: float = 0.0
+    _forms: dict[str, list[int]] | None = field(default=None, init=False, repr=False, compare=False)
 
-    def lookup(self, literal: str) -> list[tuple[str, str]]:
-        ids = self.values.get(normalize_value(literal), [])
+    def lookup(self, literal: str, forms: bool = True) -> list[tuple[str, str]]:
+        """Columns holding the literal as written (case and spacing aside), else (with `forms`) in another
+        form of it."""
+        ids = self.values.get(normalize_value(literal)) or (self.forms.get(value_form(literal), []) if forms else [])
         return [self.columns[i] for i in ids]
+
+    @property
+    def forms(self) -> dict[str, list[int]]:
+        """Every value's spelling-blind form -> the columns holding it (derived once, not stored)."""
+        if self._forms is None:
+            forms: dict[str, list[int]] = {}
+            for value, ids in self.values.items():
+                form = value_form(value)
+                if form:
+                    held = forms.setdefault(form, [])
+                    held.extend(i for i in ids if i not in held)
+            self._forms = forms
+        return self._forms
 
     def __len__(self) -> int:
         return len(self.values)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -10,6 +14,21 @@ import numpy.typing as npt
 from sophrosyne.index.embedders import Vectors
 
 EXACT_LIMIT = 20_000
+
+
+@lru_cache(maxsize=1)
+def _blas() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread: a question's products are small, and OpenBLAS's threads, spinning on a busy
+    machine, made a 14 x 379 product take 14 ms instead of 0.1 ms."""
+    with _blas().limit(limits=1, user_api="blas"):
+        yield
 
 
 class VectorIndex:

@@ -1,0 +1,164 @@
+"""Join inference: candidates from names and types, confirmed or rejected by values on the secured path,
+declared keys first, shown as inferred by the tools, and followed by the directives' bridges."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from sophrosyne.catalog import Catalog, Column, ForeignKey, Table
+from sophrosyne.directives import compute_directives
+from sophrosyne.directives.prepared import prepare_schema
+from sophrosyne.environment import Environment
+from sophrosyne.index import SchemaIndex
+from sophrosyne.joins import candidate_joins, infer_joins, with_joins, without_keys
+from sophrosyne.settings import Settings
+
+
+def catalog(*tables: Table) -> Catalog:
+    return Catalog(tables={t.name: t for t in tables})
+
+
+def cols(*spec: str) -> list[Column]:
+    """Columns from `name:TYPE` strings."""
+    return [Column(s.split(":")[0], s.split(":")[1] if ":" in s else "INTEGER") for s in spec]
+
+
+def pairs(c: Catalog) -> set[tuple[str, str, str, str]]:
+    return {(j.table, j.columns[0], j.ref_table, j.ref_columns[0]) for j in candidate_joins(c)}
+
+
+def test_x_id_joins_the_table_named_x_by_its_id_or_its_x_id() -> None:
+    found = pairs(
+        catalog(
+            Table("customers", cols("id", "name:TEXT")),
+            Table("orders", cols("order_id", "customer_id", "product_id", "amount:REAL")),
+            Table("products", cols("product_id", "title:TEXT")),
+        )
+    )
+    assert ("orders", "customer_id", "customers", "id") in found
+    assert ("orders", "product_id", "products", "product_id") in found
+    assert not [p for p in found if p[1] == "amount"]
+
+
+def test_warehouse_naming_prefixes_roles_and_camel_case() -> None:
+    found = pairs(
+        catalog(
+            Table("SALES_CUSTOMERS", cols("CustomerID", "CustomerName:VARCHAR(100)")),
+            Table("SALES_INVOICES", cols("InvoiceID", "CustomerID", "BillToCustomerID")),
+            Table("users", cols("Id", "DisplayName:TEXT")),
+            Table("posts", cols("Id", "OwnerUserId", "Score")),
+        )
+    )
+    assert ("SALES_INVOICES", "CustomerID", "SALES_CUSTOMERS", "CustomerID") in found
+    assert ("SALES_INVOICES", "BillToCustomerID", "SALES_CUSTOMERS", "CustomerID") in found
+    assert ("posts", "OwnerUserId", "users", "Id") in found
+
+
+def test_incompatible_types_and_generic_names_do_not_join() -> None:
+    found = pairs(
+        catalog(
+            Table("customers", cols("customer_id:DATE", "name:TEXT")),
+            Table("orders", cols("id", "customer_id:BOOLEAN", "status:TEXT")),
+            Table("returns", cols("id", "status:TEXT")),
+        )
+    )
+    assert found == set()
+
+
+def test_declared_keys_win() -> None:
+    orders = Table(
+        "orders",
+        cols("id", "customer_id", "store_id"),
+        foreign_keys=[ForeignKey(["customer_id"], "customers", ["id"])],
+    )
+    c = catalog(Table("customers", cols("id")), Table("stores", cols("id")), orders, Table("visits", cols("store_id")))
+    found = pairs(c)
+    # A table that declares its keys is trusted to declare all of them; the others still get inferred joins.
+    assert not [p for p in found if p[0] == "orders"]
+    assert ("visits", "store_id", "stores", "id") in found
+    # Dropping the keys brings the join back, inferred.
+    assert ("orders", "customer_id", "customers", "id") in pairs(without_keys(c))
+    keyed = with_joins(c, candidate_joins(c))
+    assert [fk.inferred for fk in keyed.tables["visits"].foreign_keys] == [True]
+    assert [fk.inferred for fk in keyed.tables["orders"].foreign_keys] == [False]
+
+
+def test_values_confirm_or_reject_a_candidate_within_the_budget() -> None:
+    c = catalog(
+        Table("customers", cols("id")),
+        Table("batches", cols("id")),
+        Table("orders", cols("id", "customer_id", "batch_id")),
+    )
+    data = {("orders", "customer_id"): [1, 2, 3], ("orders", "batch_id"): [70, 80, 90], ("customers", "id"): [1, 2, 3]}
+
+    def sample(table: str, column: str, limit: int) -> list[object]:
+        return data.get((table, column), [])[:limit]
+
+    def probe(table: str, column: str, values: list[object]) -> set[object]:
+        return {v for v in values if v in data.get((table, column), [])}
+
+    result = infer_joins(c, sample, probe)
+    by_column = {j.columns[0]: j for j in result.joins}
+    assert by_column["customer_id"].confidence >= 0.95 and "3 of 3" in by_column["customer_id"].evidence
+    assert "batch_id" not in by_column and result.rejected == 1
+    names_only = infer_joins(c)
+    assert {j.columns[0] for j in names_only.joins} == {"customer_id", "batch_id"}
+    assert "names and types only" in names_only.note
+    out_of_time = infer_joins(c, sample, probe, budget_s=0.0)
+    assert out_of_time.unchecked == 2 and "time budget" in out_of_time.note
+
+
+@pytest.fixture
+def shop_without_keys(tmp_path: Path) -> Path:
+    path = tmp_path / "shop.sqlite"
+    connection = sqlite3.connect(path)
+    connection.executescript(
+        """
+        CREATE TABLE customers (id INTEGER, name TEXT);
+        CREATE TABLE batches (id INTEGER, label TEXT);
+        CREATE TABLE orders (id INTEGER, customer_id INTEGER, batch_id INTEGER, amount REAL);
+        INSERT INTO customers VALUES (1, 'Ada'), (2, 'Bo'), (3, 'Cy');
+        INSERT INTO batches VALUES (1, 'a'), (2, 'b');
+        INSERT INTO orders VALUES (10, 1, 501, 9.5), (11, 2, 502, 3.0), (12, 3, 503, 1.0);
+        """
+    )
+    connection.commit()
+    connection.close()
+    return path
+
+
+def test_tools_show_inferred_joins_confirmed_through_the_secured_path(shop_without_keys: Path, tmp_path: Path) -> None:
+    env = Environment.open(shop_without_keys, settings=Settings(cache_dir=tmp_path / "cache"))
+    orders = env.describe_table("orders")
+    keys = {c.name: c.key for c in orders.columns}
+    assert keys["customer_id"] == "FK -> customers.id (inferred, 0.95)"
+    assert keys["batch_id"] is None  # batch_id values are not batches.id values: rejected
+    assert orders.references == ["customer_id -> customers.id (inferred, 0.95)"]
+    assert env.describe_table("customers").referenced_by == ["orders.customer_id -> id (inferred, 0.95)"]
+    listed = {t.name: t.join_keys for t in env.list_tables().tables}
+    assert listed["orders"] == ["customer_id -> customers.id (inferred, 0.95)"]
+    joins = env.moderator.prepared.joins
+    assert (joins.confirmed, joins.rejected) == (1, 1)
+
+
+def test_directives_bridge_through_inferred_joins() -> None:
+    c = catalog(
+        Table("customers", cols("customer_id", "customer_name:TEXT", "city:TEXT")),
+        Table("orders", cols("order_id", "customer_id", "order_date:TEXT")),
+        Table("order_lines", cols("line_id", "order_id", "product_id", "quantity")),
+        Table("products", cols("product_id", "product_name:TEXT", "colour:TEXT")),
+        Table("suppliers", cols("supplier_id", "supplier_name:TEXT", "country:TEXT")),
+        Table("warehouses", cols("warehouse_id", "warehouse_name:TEXT", "capacity")),
+    )
+    knowledge = "customer name refers to `customer_name`; product name refers to `product_name`"
+    question = "Which customers bought products named Widget?"
+    prepared = prepare_schema(c)
+    index = SchemaIndex.build(prepared.catalog)
+    with_bridges = compute_directives(question, knowledge, prepared.catalog, index, units=prepared.units)
+    assert {"orders", "order_lines"} <= set(with_bridges.relevant)
+    assert "warehouses" in with_bridges.flagged
+    plain = compute_directives(question, knowledge, c, SchemaIndex.build(c))
+    assert "orders" in plain.flagged or "order_lines" in plain.flagged  # without the joins, no bridge
