@@ -10,7 +10,7 @@ import typer
 
 from sophrosyne.bench.cli import bench_app
 from sophrosyne.errors import ConfigError
-from sophrosyne.terminal import console, err_console, reported
+from sophrosyne.terminal import console, current_log_level, err_console, reported, set_log_level
 
 if TYPE_CHECKING:
     from sophrosyne.environment import Environment
@@ -27,8 +27,37 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
+def _show_version(value: bool) -> None:
+    if value:
+        from sophrosyne import __version__
+
+        console.print(f"sophrosyne {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="Log level of the messages on stderr: debug, info, warning, error.")
+    ] = "warning",
+) -> None:
+    """A moderated data environment for SQL agents: fine-grained read-only tools over MCP.
+
+    Example: sophrosyne --log-level info serve demo
+    """
+    set_log_level(log_level)
+
+
 DEMO = "demo"
-DB_HELP = "Database: a .sqlite/.db/.duckdb path or a SQLAlchemy URL; `demo` (the default) is the embedded HR demo."
+DB_HELP = (
+    "Database: a .sqlite/.db/.duckdb path or a SQLAlchemy URL; `demo` is the embedded HR demo. Default: "
+    "SOPHROSYNE_DATABASE if set (keeps a password off the command line), else `demo`."
+)
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML settings file.", show_default=False)]
 PolicyOption = Annotated[
     Path | None, typer.Option("--policy", help="TOML policy file: roles, row filters, column rules, tokens.")
@@ -47,7 +76,11 @@ def demo_path() -> Path:
 
 
 def resolve_db(target: str | None) -> str:
-    return str(demo_path()) if target in (None, "", DEMO) else str(target)
+    """The database a command serves: the one given, else SOPHROSYNE_DATABASE, else the demo."""
+    import os
+
+    target = target or os.environ.get("SOPHROSYNE_DATABASE") or DEMO
+    return str(demo_path()) if target == DEMO else str(target)
 
 
 def split_db(args: list[str], needed: int, usage: str) -> tuple[str, list[str]]:
@@ -68,12 +101,13 @@ def open_env(
     role: str | None = None,
     directives: str | None = None,
     audit_log: Path | None = None,
+    probe: bool = True,
 ) -> Environment:
     from sophrosyne.environment import Environment
     from sophrosyne.settings import Settings
 
     settings = Settings.load(config, policy_file=policy, directives=directives, audit_log=audit_log)
-    return Environment.open(db, settings=settings, descriptions=descriptions, role_name=role)
+    return Environment.open(db, settings=settings, descriptions=descriptions, role_name=role, probe=probe)
 
 
 @app.command()
@@ -81,6 +115,8 @@ def tables(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
     question: Annotated[str | None, typer.Option(help="A question, to show directives.")] = None,
     knowledge: Annotated[str | None, typer.Option(help="Evidence for the question.")] = None,
+    pattern: Annotated[str | None, typer.Option(help="Only names matching: a glob (sales_*) or a part.")] = None,
+    offset: Annotated[int | None, typer.Option(help="Skip this many entries: the next page.", min=0)] = None,
     directives: DirectivesOption = None,
     descriptions: DescriptionsOption = None,
     config: ConfigOption = None,
@@ -96,12 +132,13 @@ def tables(
 
     with reported():
         env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives)
-        emit(env.list_tables(question=question, knowledge=knowledge), as_json)
+        emit(env.list_tables(question=question, knowledge=knowledge, pattern=pattern, offset=offset), as_json)
 
 
 @app.command()
 def describe(
     args: Annotated[list[str], typer.Argument(metavar="[DB] TABLE", help="Optional database, then the table.")],
+    offset: Annotated[int | None, typer.Option(help="Skip this many columns: the next page.", min=0)] = None,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -115,7 +152,7 @@ def describe(
 
     with reported():
         db, (table,) = split_db(args, 1, "[DB] TABLE")
-        emit(open_env(db, config, policy=policy, role=role).describe_table(table), as_json)
+        emit(open_env(db, config, policy=policy, role=role).describe_table(table, offset=offset), as_json)
 
 
 @app.command()
@@ -257,13 +294,21 @@ def serve(
     with reported():
         if workers > 1 and not http:
             raise ConfigError("--workers needs --http.", hint="Over stdio the agent starts one server itself.")
+        # The server answers at once; the schema is read in the background (a bad target is told on each call).
         env = open_env(
-            resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives, audit_log=audit_log
+            resolve_db(db),
+            config,
+            descriptions,
+            policy=policy,
+            role=role,
+            directives=directives,
+            audit_log=audit_log,
+            probe=False,
         )
+        env.db.start_reading_catalog()
         warm_in_background(env)
-        err_console.print(f"{env.db.name}: {len(env.catalog.tables)} tables", highlight=False)
         if http:
-            err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp")
+            err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp", highlight=False)
         if workers > 1:
             spec = ServeSpec(
                 db=resolve_db(db),
@@ -278,7 +323,7 @@ def serve(
             )
             serve_workers(spec, workers)
         else:
-            run_server(env, http=http, host=host, port=port)
+            run_server(env, http=http, host=host, port=port, log_level=current_log_level())
 
 
 @app.command()

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["ENGINES", "Cursor", "DuckDB", "Engine", "FileEngine", "MySQL", "PostgreSQL", "SQLite", "ServerEngine"]
 
 Row = Sequence[Any]
+# Seconds a server connection may take to open before the server is called unreachable.
+CONNECT_TIMEOUT_S = 5
 
 
 class Cursor(Protocol):
@@ -82,6 +84,9 @@ class Engine:
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
         yield  # pragma: no cover - makes this a generator
 
+    def interrupt(self, raw: Any) -> None:
+        """Stop the statement running on connection `raw` (called from another thread); by default, nothing."""
+
     def read_plan(self, columns: list[str], rows: Sequence[Row]) -> tuple[list[str], set[str]]:
         """The plan as lines of text, and the (lower-cased) tables it reads whole."""
         lines = [" ".join(str(v) for v in row if v is not None) for row in rows]
@@ -92,6 +97,14 @@ class Engine:
     def row_estimates(self, cursor: Cursor) -> dict[str, int]:
         """Row counts from the engine's statistics, by table; tables without any are left out."""
         return {}
+
+    def schemas(self, cursor: Cursor) -> tuple[list[str | None], list[str]]:
+        """The schemas on the search path (their tables go by plain name), then the other readable ones."""
+        return [None], []
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        """Something cheap to read that changes whenever a table or column is added, dropped or changed."""
+        return None
 
     def read_tables(self, db: Database) -> Catalog:
         """Tables, views, columns, keys and comments (row estimates are filled in by catalog_reader)."""
@@ -113,6 +126,9 @@ class FileEngine(Engine):
         """The driver's base error class."""
         raise NotImplementedError
 
+    def probe(self, raw: Any) -> None:
+        """Read something from a new connection, so a file that is no database fails here, not later."""
+
 
 class ServerEngine(Engine):
     """An engine behind a URL, reached through SQLAlchemy's URL parsing, pool and inspector."""
@@ -120,12 +136,18 @@ class ServerEngine(Engine):
     # The DB-API driver used, and the driver names of a URL that are replaced by it.
     driver: ClassVar[str] = ""
     replaced_drivers: ClassVar[tuple[str, ...]] = ()
+    # URL schemes SQLAlchemy knows by another name (`postgres://`, as Heroku and libpq write it).
+    backend_names: ClassVar[dict[str, str]] = {}
     reads_file_names = False
 
     def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
         """The URL to connect with (the driver chosen) and the driver's connect arguments."""
-        if url.get_driver_name() in self.replaced_drivers:
-            url = url.set(drivername=f"{url.get_backend_name()}+{self.driver}")
+        scheme, _, driver = url.drivername.partition("+")
+        backend = self.backend_names.get(scheme.lower(), scheme)
+        if not driver or driver in self.replaced_drivers:
+            driver = self.driver
+        if f"{backend}+{driver}" != url.drivername:
+            url = url.set(drivername=f"{backend}+{driver}")
         return url, {}
 
     def read_tables(self, db: Database) -> Catalog:
@@ -163,6 +185,12 @@ class SQLite(FileEngine):
     def error(self) -> type[Exception]:
         return sqlite3.Error
 
+    def interrupt(self, raw: Any) -> None:
+        raw.interrupt()  # thread-safe: the running statement ends with "interrupted"
+
+    def probe(self, raw: Any) -> None:
+        raw.execute("PRAGMA schema_version").fetchone()  # reads the header: "file is not a database"
+
     @contextmanager
     def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
         deadline = time.monotonic() + timeout_s
@@ -186,6 +214,10 @@ class SQLite(FileEngine):
             if head.isdigit():
                 estimates[table] = max(estimates.get(table, 0), int(head))
         return estimates
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute("PRAGMA schema_version")  # bumped by SQLite on every schema change
+        return tuple(cursor.fetchone() or ())
 
     def read_tables(self, db: Database) -> Catalog:
         return catalog_reader.read_sqlite(db)
@@ -215,6 +247,9 @@ class DuckDB(FileEngine):
 
         return duckdb.Error
 
+    def interrupt(self, raw: Any) -> None:
+        raw.interrupt()
+
     @contextmanager
     def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
         import duckdb
@@ -240,6 +275,13 @@ class DuckDB(FileEngine):
             scanned = {m.split(".")[-1].lower() for m in re.findall(r"Table: ([^\s│]+)", text)}
         return lines, scanned
 
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute(
+            "SELECT count(*), sum(hash(schema_name || '.' || table_name || '.' || column_name || ':' || data_type)) "
+            "FROM duckdb_columns() WHERE database_name = current_database()"
+        )
+        return tuple(cursor.fetchone() or ())
+
     def read_tables(self, db: Database) -> Catalog:
         # Row estimates come with the tables: DuckDB keeps them in its own catalog.
         return catalog_reader.read_duckdb(db)
@@ -250,6 +292,7 @@ class PostgreSQL(ServerEngine):
     aliases = ("postgresql",)
     driver = "psycopg"
     replaced_drivers = ("psycopg2", "postgresql")
+    backend_names: ClassVar[dict[str, str]] = {"postgres": "postgresql"}
     default_schema = "public"
     recursive_ctes_see_later_siblings = True
     fence_materialized = True
@@ -263,6 +306,8 @@ class PostgreSQL(ServerEngine):
         given = url.query.get("options")
         extra = given if isinstance(given, str) else " ".join(given or ())
         connect_args["options"] = f"{extra} -c default_transaction_read_only=on".strip()
+        if "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S  # an unreachable host fails in seconds
         return url.difference_update_query(["options"]), connect_args
 
     @contextmanager
@@ -276,12 +321,40 @@ class PostgreSQL(ServerEngine):
             cursor.close()
             raw.rollback()
 
+    def interrupt(self, raw: Any) -> None:
+        # The server's own cancel request, on a connection of its own: the session's stays busy meanwhile.
+        raw.driver_connection.cancel_safe(timeout=3.0)
+
     def row_estimates(self, cursor: Cursor) -> dict[str, int]:
+        # Tables of the current schema by name, the others as schema.name (as the catalog names them).
         cursor.execute(
-            "SELECT c.relname, c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')"
+            "SELECT CASE WHEN n.nspname = current_schema() THEN c.relname ELSE n.nspname || '.' || c.relname END, "
+            "c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            f"WHERE {_PG_USER_SCHEMAS} AND c.relkind IN ('r', 'p', 'm')"
         )
         return {name: int(n) for name, n in cursor.fetchall() if n is not None and n >= 0}
+
+    def schemas(self, cursor: Cursor) -> tuple[list[str | None], list[str]]:
+        cursor.execute("SELECT current_schemas(false)")
+        row = cursor.fetchone()
+        path: list[str | None] = list(row[0]) if row and row[0] else []
+        cursor.execute(
+            f"SELECT n.nspname FROM pg_namespace n WHERE {_PG_USER_SCHEMAS} "
+            "AND has_schema_privilege(n.oid, 'USAGE') ORDER BY n.nspname"
+        )
+        return path, [name for (name,) in cursor.fetchall() if name not in path]
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        # One pass over the columns of user tables: a new, dropped or renamed table or column, or a changed
+        # type, changes the sum; statistics and data do not.
+        cursor.execute(
+            "SELECT count(*), sum(hashtext(n.nspname || '.' || c.relname || '.' || a.attname || ':' "
+            "|| a.atttypid::text)) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            f"WHERE {_PG_USER_SCHEMAS} AND a.attnum > 0 AND NOT a.attisdropped "
+            "AND c.relkind IN ('r', 'v', 'm', 'p', 'f')"
+        )
+        return tuple(cursor.fetchone() or ())
 
 
 class MySQL(ServerEngine):
@@ -294,6 +367,12 @@ class MySQL(ServerEngine):
     # The largest LIMIT there is: it keeps every row yet stops the CTE being merged into the query.
     fence_limit = "18446744073709551615"
     zero_estimate_unknown = True
+
+    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
+        url, connect_args = super().prepare_url(url)
+        if "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+        return url, connect_args
 
     @contextmanager
     def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
@@ -315,6 +394,20 @@ class MySQL(ServerEngine):
             finally:
                 cursor.close()
 
+    def interrupt(self, raw: Any) -> None:
+        import pymysql
+
+        # MySQL stops a statement only when asked from another connection, by the thread id of the first.
+        busy = raw.driver_connection
+        killer = pymysql.connect(
+            host=busy.host, port=busy.port, user=busy.user, password=busy.password, connect_timeout=3
+        )
+        try:
+            with killer.cursor() as cursor:
+                cursor.execute(f"KILL QUERY {int(busy.thread_id())}")
+        finally:
+            killer.close()
+
     def read_plan(self, columns: list[str], rows: Sequence[Row]) -> tuple[list[str], set[str]]:
         lines, scanned = super().read_plan(columns, rows)
         if "table" in columns and "type" in columns:
@@ -326,6 +419,16 @@ class MySQL(ServerEngine):
         cursor.execute("SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = DATABASE()")
         return {name: int(n) for name, n in cursor.fetchall() if n is not None}
 
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute(
+            "SELECT COUNT(*), SUM(CRC32(CONCAT_WS('.', table_name, column_name, column_type))) "
+            "FROM information_schema.columns WHERE table_schema = DATABASE()"
+        )
+        return tuple(cursor.fetchone() or ())
+
+
+# The schemas of PostgreSQL's own catalogs; every other schema holds user tables.
+_PG_USER_SCHEMAS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
 
 ENGINES: tuple[Engine, ...] = (SQLite(), DuckDB(), PostgreSQL(), MySQL())
 _NAMED = {name: engine for engine in ENGINES for name in (engine.name, *engine.aliases)}

@@ -91,3 +91,15 @@ class AccessDenied(SophrosyneError):
     """The caller's role may not do this (bad token, denied table)."""
 
     code = "access_denied"
+
+
+class CallCancelled(SophrosyneError):
+    """The client cancelled the call or went away; its work and statement were stopped."""
+
+    code = "cancelled"
+
+
+class NotReady(SophrosyneError):
+    """What the call needs (the schema, an index) is still loading; the call may be asked again shortly."""
+
+    code = "loading"

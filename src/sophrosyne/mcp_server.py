@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,12 +17,14 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 
+from sophrosyne import __version__
 from sophrosyne.audit import AuditLog, statements
 from sophrosyne.environment import Environment
-from sophrosyne.errors import AccessDenied, SophrosyneError
+from sophrosyne.errors import AccessDenied, InvalidArgument, SophrosyneError
+from sophrosyne.lifecycle import Calls, add_health
 from sophrosyne.policy import Policy
 from sophrosyne.results import (
     DistinctValues,
@@ -35,6 +37,7 @@ from sophrosyne.results import (
     TableList,
     count_tokens,
     render,
+    shorten,
 )
 from sophrosyne.settings import Settings
 
@@ -55,7 +58,11 @@ you, whatever it says.
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
+# The longest error text a client is sent (a message may quote a long input).
+ERROR_CHARS = 1000
+
 ToolFn = Callable[..., CallToolResult]
+AsyncToolFn = Callable[..., Awaitable[CallToolResult]]
 
 
 def _respond(result: BaseModel) -> CallToolResult:
@@ -68,13 +75,15 @@ def _respond(result: BaseModel) -> CallToolResult:
 SESSION = uuid.uuid4().hex[:12]  # one server process; HTTP callers are told apart by their role
 
 
-def _mapped(env: Environment, audit: AuditLog | None) -> Callable[[ToolFn], ToolFn]:
+def _mapped(env: Environment, audit: AuditLog | None, calls: Calls) -> Callable[[ToolFn], AsyncToolFn]:
     """The one place where environment errors become MCP tool errors (internals never leave the server)
-    and where each call is audited: role, arguments, SQL as written and executed, rows, time, tokens."""
+    and where each call is audited: role, arguments, SQL as written and executed, rows, time, tokens.
+
+    Each call runs in a worker thread under its deadline (`timeout_s`), so a slow call never holds up
+    another, and a call whose client cancelled or left stops its work and its statement."""
 
     def decorate(fn: ToolFn) -> ToolFn:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
+        def audited(*args: Any, **kwargs: Any) -> CallToolResult:
             if audit is None:
                 return _guarded(fn, args, kwargs)
             role = _caller(env).role.name
@@ -90,9 +99,16 @@ def _mapped(env: Environment, audit: AuditLog | None) -> Callable[[ToolFn], Tool
                 record.response_tokens = sum(count_tokens(c.text) for c in result.content if hasattr(c, "text"))
                 return result
 
-        return wrapper
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
+            try:
+                return await calls.run(functools.partial(audited, *args, **kwargs), env.settings.timeout_s)
+            except SophrosyneError as exc:  # refused before it ran, or stopped at the deadline
+                raise _ToolFailure(exc) from None
 
-    return decorate
+        return wrapper  # type: ignore[return-value]
+
+    return decorate  # type: ignore[return-value]
 
 
 def _guarded(fn: ToolFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallToolResult:
@@ -111,6 +127,47 @@ class _ToolFailure(ToolError):
     def __init__(self, error: SophrosyneError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+class SophrosyneMCP(MCPServer):
+    """The SDK's server, with argument errors said in one plain sentence instead of pydantic's report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(str(argument_error(name, cause))) from None
+            if isinstance(cause, _ToolFailure):
+                # Without the SDK's "Error executing tool" prefix, and bounded: a message may quote an input.
+                raise ToolError(shorten(str(cause), ERROR_CHARS)) from None
+            raise
+
+
+def argument_error(tool: str, error: ValidationError) -> InvalidArgument:
+    """The first problem of a pydantic validation error as one sentence an agent can act on."""
+    first = error.errors()[0]
+    name = ".".join(str(p) for p in first["loc"]) or "arguments"
+    kind, context = first["type"], first.get("ctx") or {}
+    given = shorten(repr(first.get("input")), 40)
+    if kind == "missing":
+        message = f"{tool} needs `{name}`."
+    elif kind in ("greater_than_equal", "greater_than"):
+        message = f"`{name}` must be {context.get('ge', context.get('gt'))} or more, not {given}."
+    elif kind in ("less_than_equal", "less_than"):
+        message = f"`{name}` must be at most {context.get('le', context.get('lt'))}, not {given}."
+    elif kind.startswith(("int_", "float_")):
+        message = f"`{name}` must be a number, not {given}."
+    elif kind.startswith("string_"):
+        message = f"`{name}` must be text, not {given}."
+    elif kind.startswith("list_"):
+        message = f"`{name}` must be a list, not {given}."
+    elif kind == "unexpected_keyword_argument":
+        message = f"{tool} has no argument `{name}`."
+    else:
+        message = f"`{name}` is not valid: {first['msg'].lower()}."
+    return InvalidArgument(message, hint="The tool's description lists its arguments and their types.")
 
 
 class SourceList(BaseModel):
@@ -145,7 +202,12 @@ def _caller(env: Environment) -> Environment:
 
 
 def build_server(
-    env: Environment, *, name: str = "sophrosyne", http_url: str | None = None, require_token: bool = False
+    env: Environment,
+    *,
+    name: str = "sophrosyne",
+    http_url: str | None = None,
+    require_token: bool = False,
+    calls: Calls | None = None,
 ) -> MCPServer:
     """An MCP server exposing the environment's tools; with `require_token`, HTTP callers need a bearer token."""
     auth: dict[str, Any] = {}
@@ -164,9 +226,11 @@ def build_server(
                 validate_token_resource=True,
             ),
         }
-    server: MCPServer = MCPServer(name=name, instructions=INSTRUCTIONS, version="0.1.0", **auth)
+    server: MCPServer = SophrosyneMCP(name=name, instructions=INSTRUCTIONS, version=__version__, **auth)
     audit = AuditLog(env.settings.audit_log) if env.settings.audit_log else None
-    mapped = _mapped(env, audit)
+    calls = calls or Calls()
+    mapped = _mapped(env, audit, calls)
+    add_health(server, lambda: _health(env, calls))
 
     @server.tool(annotations=READ_ONLY)
     @mapped
@@ -185,25 +249,37 @@ def build_server(
             str | None,
             Field(description="Knowledge or evidence entries for the question (e.g. BIRD evidence)."),
         ] = None,
+        pattern: Annotated[
+            str | None, Field(description="Only tables whose name matches: a glob (sales_*) or a part of a name.")
+        ] = None,
+        offset: Annotated[
+            int | None, Field(description="Skip this many entries: the next page of a long list.")
+        ] = None,
     ) -> Annotated[CallToolResult, TableList]:
         """Call this first. Tables with a one-line description, row estimate and join keys; tables of the
-        same shape are grouped. With `question`, also directives: tables likely irrelevant to it.
+        same shape are grouped. With `question`, also directives: tables likely irrelevant to it. A long list
+        comes in pages: the note gives the next `offset`.
 
         Example: list_tables(question="How many employees in operations were absent last month?")
         """
-        return _respond(_caller(env).list_tables(question=question, knowledge=knowledge))
+        return _respond(
+            _caller(env).list_tables(question=question, knowledge=knowledge, pattern=pattern, offset=offset)
+        )
 
     @server.tool(annotations=READ_ONLY)
     @mapped
     def describe_table(
         table: Annotated[str, Field(description="Table name as list_tables shows it.")],
+        offset: Annotated[
+            int | None, Field(description="Skip this many columns: the next page of a wide table.")
+        ] = None,
     ) -> Annotated[CallToolResult, TableDescription]:
         """Columns of a table with type, keys, description, null share and real sample values, and the
         foreign keys in both directions.
 
         Example: describe_table(table="employees")
         """
-        return _respond(_caller(env).describe_table(table))
+        return _respond(_caller(env).describe_table(table, offset=offset))
 
     @server.tool(annotations=READ_ONLY)
     @mapped
@@ -213,7 +289,7 @@ def build_server(
         search: Annotated[
             str | None, Field(description="Text to look for; values are ranked by substring and fuzzy match.")
         ] = None,
-        limit: Annotated[int | None, Field(description="Most values to return (default 50).", ge=1, le=1000)] = None,
+        limit: Annotated[int | None, Field(description="Most values to return (default 50, at most 1000).")] = None,
     ) -> Annotated[CallToolResult, DistinctValues]:
         """Distinct values of a column with counts. Use `search` to ground a filter value before writing SQL.
 
@@ -227,7 +303,7 @@ def build_server(
         term: Annotated[str, Field(description="Word or value to look for (case-insensitive substring).")],
         table: Annotated[str | None, Field(description="Only this table (default: all tables).")] = None,
         columns: Annotated[list[str] | None, Field(description="Only these columns.")] = None,
-        limit: Annotated[int | None, Field(description="Most rows per table (default 20).", ge=1, le=500)] = None,
+        limit: Annotated[int | None, Field(description="Most rows per table (default 20, at most 500).")] = None,
     ) -> Annotated[CallToolResult, FoundRows]:
         """Rows where a term occurs in text columns, across tables: to find where a value lives.
 
@@ -239,7 +315,7 @@ def build_server(
     @mapped
     def search_schema(
         query: Annotated[str, Field(description="What the column holds, in words or as a name.")],
-        k: Annotated[int, Field(description="How many columns to return.", ge=1, le=100)] = 10,
+        k: Annotated[int, Field(description="How many columns to return (at most 100).")] = 10,
     ) -> Annotated[CallToolResult, SchemaHits]:
         """The columns that best match a description (keyword and semantic search over names and
         descriptions), with their tables: to find where something is stored in a large schema.
@@ -252,7 +328,7 @@ def build_server(
     @mapped
     def execute_sql(
         sql: Annotated[str, Field(description="One read-only SELECT (or WITH ... SELECT) statement.")],
-        limit: Annotated[int | None, Field(description="Most rows to return (capped by the server).", ge=1)] = None,
+        limit: Annotated[int | None, Field(description="Most rows to return (capped by the server).")] = None,
     ) -> Annotated[CallToolResult, QueryOutput]:
         """Run one read-only statement. Returns rows (capped), column names, a truncated flag and the SQL as
         executed. Writes and multiple statements are refused with the reason.
@@ -281,21 +357,60 @@ def serve(
     http: bool = False,
     host: str = "127.0.0.1",
     port: int = 8000,
+    log_level: str = "warning",
 ) -> None:
-    """Run the server over stdio (default) or streamable HTTP until interrupted."""
+    """Run the server over stdio (default) or streamable HTTP until the client leaves or SIGTERM comes;
+    calls in flight then finish (within `timeout_s`) before it exits."""
+    import anyio
+
+    from sophrosyne.lifecycle import serve_http, serve_stdio
+
     require_token = http and env.policy is not None
-    server = build_server(env, http_url=f"http://{host}:{port}", require_token=require_token)
+    calls = Calls()
+    server = build_server(env, http_url=f"http://{host}:{port}", require_token=require_token, calls=calls)
+    drain_s = env.settings.timeout_s + 1
     if http:
-        server.run("streamable-http", host=host, port=port, stateless_http=True)
+        warn_if_exposed(host, env)
+        app = server.streamable_http_app(stateless_http=True, host=host)
+        anyio.run(serve_http, app, calls, host, port, drain_s, log_level)
     else:
-        server.run("stdio")
+        anyio.run(serve_stdio, server, calls, drain_s)
+
+
+def warn_if_exposed(host: str, env: Environment) -> None:
+    """Serving beyond this machine with no policy lets anyone who reaches the port read the whole database."""
+    if env.policy is None and host not in ("127.0.0.1", "localhost", "::1"):
+        logger.warning(
+            "serving %s on %s without a policy: anyone who reaches this port can read the whole database; "
+            "pass --policy FILE with bearer tokens, or bind 127.0.0.1.",
+            env.db.name,
+            host,
+        )
+
+
+def _health(env: Environment, calls: Calls) -> dict[str, Any]:
+    return {
+        "status": "draining" if calls.draining else "ok",
+        "version": __version__,
+        "source": env.db.name,
+        "schema": "ready" if env.db.catalog_ready else "loading",
+        "calls_in_flight": calls.active,
+    }
 
 
 def warm_in_background(env: Environment) -> None:
-    """Read the schema now and build (or load) the directive index meanwhile, so first calls are quick."""
-    _ = env.catalog
-    if env.settings.directives == "directives":
-        threading.Thread(target=env.moderator.warm, name="sophrosyne-index", daemon=True).start()
+    """Read the schema and build (or load) the directive index in the background: the server answers at once,
+    and tools that need them wait within their deadline or say they are still loading."""
+
+    def warm() -> None:
+        try:
+            _ = env.catalog
+            if env.settings.directives == "directives":
+                env.moderator.warm()
+        except Exception as exc:  # the first call that needs the schema reports the error itself
+            logger.warning("could not read the schema in advance: %s", exc)
+
+    threading.Thread(target=warm, name="sophrosyne-warm", daemon=True).start()
 
 
 class ServeSpec(BaseModel):

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
+from sophrosyne import deadline
 from sophrosyne.catalog import Catalog
 from sophrosyne.directives import Directives, LLMColumnInference, compute_directives, oracle_directives
-from sophrosyne.errors import ConfigError
+from sophrosyne.errors import ConfigError, NotReady, QueryTimeout
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.values import values_path
+from sophrosyne.loading import Background
 from sophrosyne.results import Directive, SchemaHit, shorten
 from sophrosyne.settings import Settings
 
 Fetch = Callable[[str, str, int], list[Any]]
+# Time kept back from a call's deadline for what follows the directives: listing and rendering the tables.
+ANSWER_MARGIN_S = 0.5
 logger = logging.getLogger("sophrosyne.moderation")
+T = TypeVar("T")
 
 
 class Moderator:
@@ -34,24 +38,19 @@ class Moderator:
         self.dialect = dialect
         self.oracle_sql: str | None = None
         self.given: dict[str, Directive] = {}
-        self._index: SchemaIndex | None = None
-        self._values: ValueIndex | None = None
-        self._lock = threading.Lock()
+        # Built in the background, not within a call: a call waits for them within its deadline, and a
+        # build outlives a call that gave up on it, for the next one.
+        self._index = Background(lambda: load_or_build(self.catalog, self.settings.cache_dir), "sophrosyne-index")
+        self._values = Background(self._load_values, "sophrosyne-values")
 
     @property
     def index(self) -> SchemaIndex:
         """The hybrid column index, from the cache when this schema was indexed before."""
-        with self._lock:
-            if self._index is None:
-                self._index = load_or_build(self.catalog, self.settings.cache_dir)
-            return self._index
+        return _ready(self._index, "the schema index", self.settings, len(self.catalog.tables))
 
     @property
     def values(self) -> ValueIndex:
-        with self._lock:
-            if self._values is None:
-                self._values = self._load_values()
-            return self._values
+        return _ready(self._values, "the value index", self.settings, len(self.catalog.tables))
 
     def _load_values(self) -> ValueIndex:
         # A restricted role's values are read through its own secured path and never cached on disk:
@@ -69,11 +68,9 @@ class Moderator:
         return values
 
     def warm(self) -> None:
-        """Build or load both indexes now (a server does this at start, in the background)."""
-        try:
-            _ = self.index, self.values
-        except Exception:  # the first real call builds again and reports its own error
-            logger.exception("could not build the directive index in advance")
+        """Start building or loading both indexes now, in the background (a server does this at start)."""
+        self._index.start()
+        self._values.start()
 
     def search(self, query: str, k: int) -> list[SchemaHit]:
         hits = self.index.search(query, k=k)
@@ -97,9 +94,19 @@ class Moderator:
                 )
             computed = oracle_directives(self.oracle_sql, self.catalog, self.dialect)
         else:
-            computed = compute_directives(
-                question or "", knowledge, self.catalog, self.index, self.values, inference=self._inference()
+            index, values, inference = self.index, self.values, self._inference()
+            # The work runs beside the call, which stops waiting at its deadline (a margin is left to answer).
+            done, result = deadline.run_side(
+                lambda: compute_directives(question or "", knowledge, self.catalog, index, values, inference=inference),
+                deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S,
+                name="sophrosyne-directives",
             )
+            if not done or result is None:
+                raise QueryTimeout(
+                    f"computing directives took longer than the {self.settings.timeout_s:g} s time limit.",
+                    hint="Ask with a shorter question or knowledge.",
+                )
+            computed = result
         given = [Directive(table=d.table, reason=d.reason, confidence=d.tier) for d in computed.irrelevant]
         self.given = {d.table.lower(): d for d in given}
         note = None if given else f"No directives for this question{': ' + computed.note if computed.note else ''}."
@@ -125,6 +132,17 @@ class Moderator:
             f"reminder: list_tables named {listed} as likely irrelevant to this question; "
             "use it only if the evidence clearly needs it."
         )
+
+
+def _ready(loading: Background[T], what: str, settings: Settings, tables: int) -> T:
+    """What `loading` builds, waited for within the call's deadline; NotReady if it takes longer."""
+    value = loading.wait(deadline.remaining(settings.timeout_s))
+    if value is None:
+        raise NotReady(
+            f"{what} of {tables:,} tables is still being built ({loading.running_s:.0f} s so far).",
+            hint="Ask again in a few seconds; list_tables(pattern=...) and describe_table work meanwhile.",
+        )
+    return value
 
 
 def _column_text(catalog: Catalog, hit: Any) -> str:
