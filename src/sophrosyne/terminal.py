@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import typer
-from typer.exceptions import TyperException
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from typer.exceptions import TyperException
 
 from sophrosyne.errors import SophrosyneError
 
