@@ -288,6 +288,12 @@ def serve(
 
     Over stdio the role comes from --role; over HTTP with a policy, each request's bearer token names it.
     """
+    import sys
+
+    from sophrosyne.handshake import EarlyStdio, snapshot_path
+
+    # Over stdio the handshake is answered at once, before the heavy imports below (see handshake.py).
+    early = None if http else EarlyStdio(snapshot_path(sys.argv[1:]))
     from sophrosyne.mcp_server import ServeSpec, serve_workers, warm_in_background
     from sophrosyne.mcp_server import serve as run_server
 
@@ -323,7 +329,7 @@ def serve(
             )
             serve_workers(spec, workers)
         else:
-            run_server(env, http=http, host=host, port=port, log_level=current_log_level())
+            run_server(env, http=http, host=host, port=port, log_level=current_log_level(), early=early)
 
 
 @app.command()

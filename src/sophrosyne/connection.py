@@ -149,7 +149,9 @@ class Database:
         except self.pool.errors as exc:
             if running is not None and running.cancelled:
                 raise CallCancelled("the call was cancelled by its client; its statement was stopped.") from None
-            raise _translate(exc, timeout_s) from None
+            # The limit the caller knows: the call's, when the statement ran out of the call's time.
+            limit = running.seconds if running is not None and running.expired else timeout_s
+            raise _translate(exc, limit) from None
         finally:
             self.pool.release(raw)
 

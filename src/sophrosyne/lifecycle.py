@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from sophrosyne.handshake import EarlyStdio
+
 logger = logging.getLogger("sophrosyne.server")
 T = TypeVar("T")
 
@@ -87,8 +89,10 @@ def add_health(server: MCPServer, status: Callable[[], dict[str, Any]]) -> None:
         return JSONResponse(body, status_code=503 if body.get("status") == "draining" else 200)
 
 
-async def serve_stdio(server: MCPServer, calls: Calls, drain_s: float) -> None:
-    """Stdio until the client closes it, or SIGTERM/SIGINT: then calls in flight finish (within `drain_s`)."""
+async def serve_stdio(server: MCPServer, calls: Calls, drain_s: float, early: EarlyStdio | None = None) -> None:
+    """Stdio until the client closes it, or SIGTERM/SIGINT: then calls in flight finish (within `drain_s`).
+
+    With `early`, the wire was taken at start-up (see handshake.py) and the SDK reads and writes through it."""
     async with anyio.create_task_group() as group:
 
         async def on_signal() -> None:
@@ -99,7 +103,14 @@ async def serve_stdio(server: MCPServer, calls: Calls, drain_s: float) -> None:
                     return
 
         async def run() -> None:
-            await server.run_stdio_async()
+            if early is None:
+                await server.run_stdio_async()
+            else:
+                from mcp.server.stdio import stdio_server
+
+                async with stdio_server(stdin=early.stdin, stdout=early.stdout) as (read, write):  # type: ignore[arg-type]
+                    lowlevel = server._lowlevel_server
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
             group.cancel_scope.cancel()
 
         group.start_soon(on_signal)

@@ -98,6 +98,7 @@ def page(
     rest = listed[offset:]
     # Each line costs at least this much: more can never fit, and measuring them would only cost time.
     most = min(len(rest), max(1, budget * CHARS_PER_TOKEN // 24))
+    schemas = schema_lines(catalog)
 
     def build(count: int) -> TableList:
         chosen = rest[:count]
@@ -106,7 +107,7 @@ def page(
             [group_info(catalog, e.group) for e in chosen if e.group is not None],
         )
         result.total, result.offset = total, offset
-        result.schemas = schema_lines(catalog)
+        result.schemas = schemas
         result.cut = _next_page(offset, count, total, pattern)
         return result
 

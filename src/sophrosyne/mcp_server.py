@@ -24,6 +24,7 @@ from sophrosyne import __version__
 from sophrosyne.audit import AuditLog, statements
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, InvalidArgument, SophrosyneError
+from sophrosyne.handshake import EarlyStdio
 from sophrosyne.lifecycle import Calls, add_health
 from sophrosyne.policy import Policy
 from sophrosyne.results import (
@@ -358,9 +359,11 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     log_level: str = "warning",
+    early: EarlyStdio | None = None,
 ) -> None:
     """Run the server over stdio (default) or streamable HTTP until the client leaves or SIGTERM comes;
-    calls in flight then finish (within `timeout_s`) before it exits."""
+    calls in flight then finish (within `timeout_s`) before it exits. `early` is the stdio wire taken at
+    start-up, whose thread has answered the handshake meanwhile."""
     import anyio
 
     from sophrosyne.lifecycle import serve_http, serve_stdio
@@ -371,10 +374,10 @@ def serve(
     drain_s = env.settings.timeout_s + 1
     if http:
         warn_if_exposed(host, env)
-        app = server.streamable_http_app(stateless_http=True, host=host)
+        app = http_asgi(server, host)
         anyio.run(serve_http, app, calls, host, port, drain_s, log_level)
     else:
-        anyio.run(serve_stdio, server, calls, drain_s)
+        anyio.run(serve_stdio, server, calls, drain_s, early)
 
 
 def warn_if_exposed(host: str, env: Environment) -> None:
@@ -425,12 +428,15 @@ class ServeSpec(BaseModel):
     role: str | None = None
     directives: str | None = None
     audit_log: Path | None = None
+    drain_s: float = 11.0
 
     def open(self) -> Environment:
         settings = Settings.load(
             self.config, policy_file=self.policy, directives=self.directives, audit_log=self.audit_log
         )
-        return Environment.open(self.db, settings=settings, descriptions=self.descriptions, role_name=self.role)
+        return Environment.open(
+            self.db, settings=settings, descriptions=self.descriptions, role_name=self.role, probe=False
+        )
 
 
 SPEC_VARIABLE = "SOPHROSYNE_SERVE_SPEC"
@@ -448,6 +454,7 @@ def serve_workers(spec: ServeSpec, workers: int) -> None:
         port=spec.port,
         workers=workers,
         log_level="info",
+        timeout_graceful_shutdown=int(spec.drain_s) + 1,
     )
 
 
@@ -458,4 +465,11 @@ def http_app() -> Starlette:
     warm_in_background(env)
     url = f"http://{spec.host}:{spec.port}"
     server = build_server(env, http_url=url, require_token=env.policy is not None)
-    return server.streamable_http_app(stateless_http=True, host=spec.host)
+    return http_asgi(server, spec.host)
+
+
+def http_asgi(server: MCPServer, host: str) -> Starlette:
+    """Stateless streamable HTTP answering in plain JSON: each request stands alone (any worker serves it),
+    and an answer is not an event stream, which the SSE layer would cut short on SIGTERM instead of letting
+    the call finish."""
+    return server.streamable_http_app(stateless_http=True, json_response=True, host=host)

@@ -18,7 +18,7 @@ from sophrosyne.settings import Settings
 
 Fetch = Callable[[str, str, int], list[Any]]
 # Time kept back from a call's deadline for what follows the directives: listing and rendering the tables.
-ANSWER_MARGIN_S = 0.5
+ANSWER_MARGIN_S = 1.0
 logger = logging.getLogger("sophrosyne.moderation")
 T = TypeVar("T")
 
@@ -136,7 +136,7 @@ class Moderator:
 
 def _ready(loading: Background[T], what: str, settings: Settings, tables: int) -> T:
     """What `loading` builds, waited for within the call's deadline; NotReady if it takes longer."""
-    value = loading.wait(deadline.remaining(settings.timeout_s))
+    value = loading.wait(deadline.remaining(settings.timeout_s) - ANSWER_MARGIN_S)
     if value is None:
         raise NotReady(
             f"{what} of {tables:,} tables is still being built ({loading.running_s:.0f} s so far).",
