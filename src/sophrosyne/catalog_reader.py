@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from sophrosyne.connection import Database
 
 
+# The catalog is read in the background, not within a call: its statements may take longer than a call's
+# timeout (the column list of 20,000 tables takes seconds), though not for ever.
+CATALOG_READ_S = 120.0
+
+
+def read_timeout(db: Database) -> float:
+    return max(db.settings.timeout_s, CATALOG_READ_S)
+
+
 def read_catalog(db: Database) -> Catalog:
     """Read tables, views, columns, keys, comments and row estimates from a live database."""
     catalog = db.engine.read_tables(db)
@@ -50,7 +59,7 @@ _FK_NAME = re.compile(r'(?:"(.+?)")|([a-z0-9_]+)', re.I)
 
 
 def read_sqlite(db: Database) -> Catalog:
-    with db.session(db.settings.timeout_s) as cursor:
+    with db.session(read_timeout(db)) as cursor:
         cursor.execute(f"SELECT m.name, m.type, m.sql FROM sqlite_master AS m WHERE {_USER_OBJECTS}")
         objects = cursor.fetchall()
         cursor.execute(
@@ -148,7 +157,7 @@ def _fk_names(text: str) -> list[str]:
 def read_duckdb(db: Database) -> Catalog:
     """Every schema of the file: the current one's tables by plain name, the others' as `schema.table`."""
     where = "WHERE database_name = current_database() AND NOT internal"
-    with db.session(db.settings.timeout_s) as cursor:
+    with db.session(read_timeout(db)) as cursor:
         cursor.execute("SELECT current_schema()")
         current = str((cursor.fetchone() or ["main"])[0])
         cursor.execute(
@@ -215,7 +224,7 @@ def read_inspected(db: Database) -> Catalog:
 
     assert isinstance(db.pool, ServerPool)
     inspector = sa.inspect(db.pool.engine)
-    with db.session(db.settings.timeout_s) as cursor:
+    with db.session(read_timeout(db)) as cursor:
         path, others = db.engine.schemas(cursor)
     wanted = _wanted_schemas(db.settings.schemas)
     if wanted is not None:
@@ -322,7 +331,7 @@ def _type_name(sa_type: Any) -> str:
 
 def _fill_row_estimates(db: Database, catalog: Catalog) -> None:
     """Row estimates from the engine's statistics; a bounded count where there are none, never COUNT(*)."""
-    with db.session(db.settings.timeout_s) as cursor:
+    with db.session(read_timeout(db)) as cursor:
         estimates = db.engine.row_estimates(cursor)
     bound = db.settings.exact_count_rows
     for table in catalog.tables.values():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -37,6 +38,7 @@ _TIMEOUT_MARKERS = (
     "max_statement_time",
     "query execution was interrupted",
 )
+logger = logging.getLogger("sophrosyne.database")
 _CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
 
 
@@ -104,6 +106,11 @@ class Database:
     def refresh_catalog(self) -> Catalog:
         return self._live.refresh()
 
+    def file_moved(self) -> bool:
+        """For a file: whether it was replaced since the pool last looked (ConnectionFailed if it is gone)."""
+        check = getattr(self.pool, "replaced", None)
+        return bool(check()) if check is not None else False
+
     def fingerprint(self, timeout_s: float) -> object:
         """What identifies the schema now: the file's identity (for a file) and the engine's fingerprint."""
         with self.session(timeout_s) as cursor:
@@ -129,7 +136,9 @@ class Database:
                 fetched = cursor.fetchmany(limit + 1)
                 truncated = len(fetched) > limit
                 rows = [tuple(r) for r in fetched[:limit]]
-        return QueryResult(columns, rows, truncated, (time.perf_counter() - started) * 1000)
+        elapsed = (time.perf_counter() - started) * 1000
+        logger.debug("%s: %d rows in %.1f ms: %.200s", self.name, len(rows), elapsed, sql)
+        return QueryResult(columns, rows, truncated, elapsed)
 
     @contextmanager
     def session(self, timeout_s: float) -> Iterator[Cursor]:
@@ -193,6 +202,10 @@ class FilePool:
         except OSError as exc:
             raise ConnectionFailed(f"cannot read {self.path}: {exc.strerror}.", hint="Check the file.") from None
         return (st.st_dev, st.st_ino)
+
+    def replaced(self) -> bool:
+        """Whether the path now holds another file than the connections opened (raises if it holds none)."""
+        return self._stat() != self.identity
 
     def acquire(self) -> Any:
         # A connection keeps reading the file it opened even once that file is replaced or removed: check

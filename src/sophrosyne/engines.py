@@ -240,7 +240,15 @@ class DuckDB(FileEngine):
             "enable_external_access": False,
             "python_enable_replacements": False,
         }
-        return duckdb.connect(str(path), read_only=True, config=config)
+        if "?" not in str(path):
+            return duckdb.connect(str(path), read_only=True, config=config)
+        # DuckDB names the write-ahead log of `a?b` as `a.wal?b`, a path outside the database, which it may
+        # not open without external access: the access is closed right after opening (and cannot be opened
+        # again while the database runs), before any statement.
+        del config["enable_external_access"]
+        conn = duckdb.connect(str(path), read_only=True, config=config)
+        conn.execute("SET enable_external_access = false")
+        return conn
 
     def error(self) -> type[Exception]:
         import duckdb

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from sophrosyne import guard, listing
+from sophrosyne import describing, guard, listing
 from sophrosyne.audit import note_statement
 from sophrosyne.budget import cut_lists, fit
 from sophrosyne.catalog import Catalog, Column, Table, is_text_type, load_bird_descriptions, table_ref
@@ -19,7 +18,6 @@ from sophrosyne.grounding import Grounder, ValueCache, contains
 from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
-    ColumnInfo,
     DistinctValues,
     FoundRows,
     QueryOutput,
@@ -47,6 +45,8 @@ LARGE_TABLE_ROWS = 100_000
 MAX_VALUES = 1000
 MAX_FOUND_ROWS = 500
 MAX_HITS = 100
+# The longest text a search looks for.
+MAX_TERM_CHARS = 1000
 # Below this much time left in a call, no new statement is started (it could not finish).
 MIN_STATEMENT_S = 0.05
 
@@ -214,36 +214,9 @@ class Environment:
             raise InvalidArgument(f"`offset` must be 0 or more, not {start}.", hint="Leave it out to start at the top.")
         limit = self.settings.sample_rows
         result = self._query(_select_all(t, self.dialect, limit), limit=limit)
-        index = {c.lower(): i for i, c in enumerate(result.columns)}
-        by_column = list(zip(*result.rows, strict=True)) if result.rows else []
-        fk_of = {col.lower(): fk for fk in t.foreign_keys for col in fk.columns}
-        columns = []
-        for c in t.columns[start:]:
-            i = index.get(c.name.lower())
-            values = by_column[i] if i is not None and by_column else ()
-            nulls = values.count(None)
-            counts = Counter(values)
-            counts.pop(None, None)
-            samples = [cell(v, self.settings.value_chars) for v, _ in counts.most_common(self.settings.sample_values)]
-            key = "PK" if c.primary_key else None
-            fk = fk_of.get(c.name.lower())
-            if fk is not None:
-                target = (
-                    f"FK -> {fk.ref_table}.{fk.ref_columns[fk.columns.index(c.name)] if c.name in fk.columns else ''}"
-                )
-                key = f"{key}, {target}" if key else target
-            desc = "; ".join(p for p in (c.readable_name, c.description, c.value_description) if p)
-            columns.append(
-                ColumnInfo(
-                    name=c.name,
-                    type=c.type,
-                    key=key,
-                    nullable=c.nullable,
-                    description=shorten(desc, 200),
-                    null_share=round(nulls / len(values), 3) if values else None,
-                    samples=samples,
-                )
-            )
+        columns = describing.column_infos(
+            t, start, result.columns, result.rows, self.settings.sample_values, self.settings.value_chars
+        )
         described = TableDescription(
             table=t.name,
             kind=t.kind,
@@ -259,17 +232,7 @@ class Environment:
             sampled_rows=len(result.rows),
             reminder=self.moderator.reminder([t.name]),
         )
-        if start >= len(t.columns) and t.columns:
-            described.cut = f"offset {start} is past the last of the {len(t.columns)} columns."
-        fitted = fit(described, self.settings.token_budget)
-        shown = len(fitted.columns)
-        if start + shown < len(t.columns):
-            fitted.cut = (
-                f"cut: showing columns {start + 1}-{start + shown} of {len(t.columns)} (token budget). Next: "
-                f"describe_table(table={t.name!r}, offset={start + shown})."
-            )
-            fitted = fit(fitted, self.settings.token_budget)
-        return fitted
+        return describing.paged(described, start, len(t.columns), self.settings.token_budget)
 
     @bounded_call
     def get_distinct_values(
@@ -279,6 +242,8 @@ class Environment:
         holding it, then fuzzy neighbours, each with its match kind."""
         t = self._table(table)
         c = self._column(t, column)
+        if search is not None:
+            _not_too_long(search, "search")
         count, capped = _count(limit, "limit", self.settings.distinct_limit, MAX_VALUES)
         # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
         result = self.grounder.distinct_values(t, c, t.row_estimate, search, count, more=limit is not None)
@@ -301,6 +266,7 @@ class Environment:
         """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
         if not term.strip():
             raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
+        _not_too_long(term, "term")
         limit, capped = _count(limit, "limit", self.settings.find_rows_limit, MAX_FOUND_ROWS)
         tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
         matches: list[TableRows] = []
@@ -496,6 +462,15 @@ def _count(value: int | None, name: str, default: int, most: int, setting: str |
         why = f" (the server's {setting})" if setting else ""
         return most, f"`{name}` {value:,} was capped to {most:,}{why}."
     return value, None
+
+
+def _not_too_long(text: str, name: str) -> None:
+    """A value to search for is a value, not a document: engines refuse patterns past a few kilobytes."""
+    if len(text) > MAX_TERM_CHARS:
+        raise InvalidArgument(
+            f"`{name}` is {len(text):,} characters long; a search takes at most {MAX_TERM_CHARS:,}.",
+            hint="Search for a distinctive part of the value.",
+        )
 
 
 def _cut_directives(result: TableList, budget: int) -> None:

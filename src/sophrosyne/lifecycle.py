@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import signal
@@ -28,6 +29,8 @@ T = TypeVar("T")
 # A call whose work does not notice its deadline (a C routine that cannot be interrupted) is answered this
 # much later anyway; its thread is left to end at its next check.
 GRACE_S = 1.0
+# Time for the answers of the last calls to reach the wire before a drained server stops.
+FLUSH_S = 0.5
 # Worker threads for tool calls: enough that a slow call never makes a quick one wait for a thread.
 WORKER_THREADS = 32
 
@@ -66,12 +69,14 @@ class Calls:
             self.active -= 1
 
     async def drain(self, wait_s: float) -> None:
-        """Refuse new calls and wait (at most `wait_s`) for those in flight to finish."""
+        """Refuse new calls and wait (at most `wait_s`) for those in flight to finish and be answered."""
         self.draining = True
         logger.info("draining %d call(s) in flight", self.active)
         with anyio.move_on_after(wait_s):
             while self.active:
                 await anyio.sleep(0.05)
+        # A finished call's answer is still on its way through the SDK to the wire: let it get there.
+        await anyio.sleep(FLUSH_S)
 
 
 def _under(call: deadline.Deadline, work: Callable[[], T]) -> T:
@@ -115,6 +120,15 @@ async def serve_stdio(server: MCPServer, calls: Calls, drain_s: float, early: Ea
 
         group.start_soon(on_signal)
         group.start_soon(run)
+
+
+def keep_streams_on_exit() -> None:
+    """The SDK's event streams (sse-starlette) end every open stream when uvicorn is told to exit, cutting
+    the answers of calls in flight; they are left to finish, and uvicorn's graceful wait bounds them."""
+    with contextlib.suppress(ImportError):
+        from sse_starlette.sse import AppStatus
+
+        AppStatus.disable_automatic_graceful_drain()
 
 
 async def serve_http(app: Starlette, calls: Calls, host: str, port: int, drain_s: float, log_level: str) -> None:

@@ -83,8 +83,11 @@ class LiveCatalog:
     def _check(self) -> None:
         every = self.db.settings.schema_check_s
         now = time.monotonic()
+        # A file's identity costs a stat: checked on every call, so a removed file is an error at once and
+        # a replaced one is read anew at once.
+        moved = self.db.file_moved()
         with self._lock:
-            if self._seen is not None and now - self._checked < every:
+            if self._seen is not None and now - self._checked < every and not moved:
                 return
             self._checked = now
         try:

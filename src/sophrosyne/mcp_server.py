@@ -25,7 +25,7 @@ from sophrosyne.audit import AuditLog, statements
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, InvalidArgument, SophrosyneError
 from sophrosyne.handshake import EarlyStdio
-from sophrosyne.lifecycle import Calls, add_health
+from sophrosyne.lifecycle import Calls, add_health, keep_streams_on_exit
 from sophrosyne.policy import Policy
 from sophrosyne.results import (
     DistinctValues,
@@ -140,7 +140,7 @@ class SophrosyneMCP(MCPServer):
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 raise ToolError(str(argument_error(name, cause))) from None
-            if isinstance(cause, _ToolFailure):
+            if isinstance(cause, ToolError):
                 # Without the SDK's "Error executing tool" prefix, and bounded: a message may quote an input.
                 raise ToolError(shorten(str(cause), ERROR_CHARS)) from None
             raise
@@ -469,7 +469,7 @@ def http_app() -> Starlette:
 
 
 def http_asgi(server: MCPServer, host: str) -> Starlette:
-    """Stateless streamable HTTP answering in plain JSON: each request stands alone (any worker serves it),
-    and an answer is not an event stream, which the SSE layer would cut short on SIGTERM instead of letting
-    the call finish."""
-    return server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+    """Stateless streamable HTTP: each request stands alone, so any worker serves it. Answers are event
+    streams, so a client that gives up closes its stream and the call stops (see lifecycle.keep_streams)."""
+    keep_streams_on_exit()
+    return server.streamable_http_app(stateless_http=True, host=host)
