@@ -23,7 +23,6 @@ from fixtures.serving import (
     children_of,
     connected,
     cpu_seconds,
-    health,
     http_server,
     stdio_params,
     text_of,
@@ -415,7 +414,7 @@ def test_paths_with_hash_question_mark_and_spaces_open_exactly_as_given(name: st
     before = sorted(p.name for p in folder.iterdir())
     env = Environment.open(folder / name)
     assert env.execute_sql("SELECT COUNT(*) FROM departments").rows == [[5]]
-    with pytest.raises(Exception, match="not allowed|read-only|read only"):
+    with pytest.raises(Exception, match=r"not allowed|read-only|read only"):
         env.execute_sql("DELETE FROM departments")
     env.db.close()
     assert sorted(p.name for p in folder.iterdir()) == before  # no other file opened or created

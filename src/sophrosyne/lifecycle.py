@@ -128,7 +128,7 @@ def keep_streams_on_exit() -> None:
     with contextlib.suppress(ImportError):
         from sse_starlette.sse import AppStatus
 
-        AppStatus.disable_automatic_graceful_drain()
+        AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
 
 
 async def serve_http(app: Starlette, calls: Calls, host: str, port: int, drain_s: float, log_level: str) -> None:
