@@ -316,8 +316,8 @@ class Environment:
                 f"{len(tables)} tables not searched: pass table= to search one."
             )
         if refused:
-            names = ", ".join(shorten(n, 40) for n in refused[:5])
-            capped = " ".join(x for x in (capped, f"not searched (names read as files here): {names}.") if x)
+            shown = ", ".join(shorten(n, 40) for n in refused[:5])
+            capped = " ".join(x for x in (capped, f"not searched (names read as files here): {shown}.") if x)
         found = FoundRows(term=term, matches=matches, searched_tables=searched, note=capped, cut=cut)
         return fit(found, self.settings.token_budget)
 
