@@ -16,13 +16,11 @@ from pathlib import Path
 import pytest
 
 from fixtures.engines import build_sqlite
-from fixtures.serving import ROOT, children_of, connected, free_port, health, http_server, stdio_params, text_of
+from fixtures.serving import ROOT, connected, free_port, health, http_server, stdio_params, stdio_server_of, text_of
 from sophrosyne import __version__
 
-# About three seconds of work for SQLite: long enough to be in flight when SIGTERM comes.
-THREE_SECONDS = (
-    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT COUNT(*) FROM c"
-)
+# About two seconds of work for SQLite: long enough to be in flight when SIGTERM comes.
+TWO_SECONDS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) SELECT COUNT(*) FROM c"
 QUIET = {"SOPHROSYNE_DIRECTIVES": "none"}
 
 
@@ -60,14 +58,7 @@ def test_the_database_may_come_from_the_environment(hr: Path) -> None:
     assert result.returncode == 0 and '"rows": [\n    [\n      5' in result.stdout
 
 
-def test_health_answers_while_serving(hr: Path) -> None:
-    with http_server(str(hr), env=QUIET) as (_, port):
-        status = health(port)
-        assert status["status"] == "ok" and status["version"] == __version__
-        assert status["source"] == "hr" and status["calls_in_flight"] == 0
-
-
-def test_sigterm_drains_a_call_in_flight_over_http(hr: Path) -> None:
+def test_health_and_sigterm_draining_a_call_in_flight_over_http(hr: Path) -> None:
     # A plain POST, as the stateless server takes any request on its own: the SDK's client also keeps other
     # connections, whose closing at shutdown it reports as its own failure.
     call = json.dumps(
@@ -75,10 +66,13 @@ def test_sigterm_drains_a_call_in_flight_over_http(hr: Path) -> None:
             "jsonrpc": "2.0",
             "id": 7,
             "method": "tools/call",
-            "params": {"name": "execute_sql", "arguments": {"sql": THREE_SECONDS}},
+            "params": {"name": "execute_sql", "arguments": {"sql": TWO_SECONDS}},
         }
     ).encode()
     with http_server(str(hr), env=QUIET) as (process, port), ThreadPoolExecutor(1) as pool:
+        status = health(port)
+        assert status["status"] == "ok" and status["version"] == __version__
+        assert status["source"] == "hr" and status["calls_in_flight"] == 0
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/mcp",
             data=call,
@@ -91,7 +85,7 @@ def test_sigterm_drains_a_call_in_flight_over_http(hr: Path) -> None:
             time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
         body = pending.result(timeout=20)
-        assert '"id":7' in body and "3000000" in body and '"isError":true' not in body
+        assert '"id":7' in body and "2000000" in body and '"isError":true' not in body
         # uvicorn ends by the signal it was sent, once the calls are answered.
         assert process.wait(timeout=15) in (0, -signal.SIGTERM)
 
@@ -99,12 +93,12 @@ def test_sigterm_drains_a_call_in_flight_over_http(hr: Path) -> None:
 def test_sigterm_drains_a_call_in_flight_over_stdio(hr: Path) -> None:
     with connected(stdio_params(str(hr), env=QUIET)) as session:
         session.call("execute_sql", {"sql": "SELECT 1"})
-        (server,) = [p for p in children_of(os.getpid()) if b"sophrosyne" in Path(f"/proc/{p}/cmdline").read_bytes()]
-        pending = session.start("execute_sql", {"sql": THREE_SECONDS})
+        server = stdio_server_of(os.getpid())
+        pending = session.start("execute_sql", {"sql": TWO_SECONDS})
         time.sleep(0.5)
         os.kill(server, signal.SIGTERM)
         result = pending.result(timeout=20)
-        assert not result.is_error and "3000000" in text_of(result)
+        assert not result.is_error and "2000000" in text_of(result)
 
 
 def test_serving_http_beyond_loopback_without_a_policy_warns(hr: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -107,7 +109,22 @@ def open_env(
     from sophrosyne.settings import Settings
 
     settings = Settings.load(config, policy_file=policy, directives=directives, audit_log=audit_log)
-    return Environment.open(db, settings=settings, descriptions=descriptions, role_name=role, probe=probe)
+    env = Environment.open(db, settings=settings, descriptions=descriptions, role_name=role, probe=probe)
+    _opened.append(env)
+    return env
+
+
+_opened: list[Environment] = []
+
+
+@contextmanager
+def closing_opened() -> Iterator[None]:
+    """The databases a command opened are closed when it ends (its connections go back to the server)."""
+    try:
+        yield
+    finally:
+        while _opened:
+            _opened.pop().db.close()
 
 
 @app.command()
@@ -130,7 +147,7 @@ def tables(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives)
         emit(env.list_tables(question=question, knowledge=knowledge, pattern=pattern, offset=offset), as_json)
 
@@ -150,7 +167,7 @@ def describe(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (table,) = split_db(args, 1, "[DB] TABLE")
         emit(open_env(db, config, policy=policy, role=role).describe_table(table, offset=offset), as_json)
 
@@ -174,7 +191,7 @@ def values(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (table, column) = split_db(args, 2, "[DB] TABLE COLUMN")
         emit(
             open_env(db, config, policy=policy, role=role).get_distinct_values(
@@ -199,7 +216,7 @@ def find(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (term,) = split_db(args, 1, "[DB] TERM")
         emit(open_env(db, config, policy=policy, role=role).find_rows(term, table=table), as_json)
 
@@ -220,7 +237,7 @@ def search(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (query,) = split_db(args, 1, "[DB] QUERY")
         emit(open_env(db, config, descriptions, policy=policy, role=role).search_schema(query, k=k), as_json)
 
@@ -241,7 +258,7 @@ def sql(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (statement,) = split_db(args, 1, "[DB] SQL")
         env = open_env(db, config, policy=policy, role=role)
         emit(env.explain_sql(statement) if explain else env.execute_sql(statement, limit=limit), as_json)
@@ -261,7 +278,7 @@ def sources(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         emit(open_env(resolve_db(db), config, policy=policy, role=role).list_sources(), as_json)
 
 
@@ -359,7 +376,7 @@ def demo(
     """
     from sophrosyne.demo import run_demo
 
-    with reported():
+    with reported(), closing_opened():
         run_demo(open_env(resolve_db(db), None))
 
 

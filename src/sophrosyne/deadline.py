@@ -118,6 +118,12 @@ def remaining(default: float) -> float:
     return default if running is None else min(default, running.remaining())
 
 
+def left(margin: float = 0.0) -> float | None:
+    """The time the current call has left less `margin`; None outside a call (wait as long as it takes)."""
+    running = _current.get()
+    return None if running is None else max(0.0, running.remaining() - margin)
+
+
 def check(doing: str = "the call") -> None:
     """Stop here if the current call was cancelled or ran out of time."""
     running = _current.get()
@@ -147,8 +153,8 @@ def bounded_call(method: Callable[..., R]) -> Callable[..., R]:
     return call
 
 
-def run_side(work: Callable[[], R], wait_s: float, *, name: str) -> tuple[bool, R | None]:
-    """Run `work` in a helper thread under the current deadline; wait at most `wait_s` for it.
+def run_side(work: Callable[[], R], wait_s: float | None, *, name: str) -> tuple[bool, R | None]:
+    """Run `work` in a helper thread under the current deadline; wait at most `wait_s` (None: no limit).
 
     Returns (done, value). Work that is not done goes on, and stops at its own next check once the call
     ends (the deadline is cancelled by whoever gave up on it). Errors of the work are raised here.
@@ -170,7 +176,7 @@ def run_side(work: Callable[[], R], wait_s: float, *, name: str) -> tuple[bool, 
             done.set()
 
     threading.Thread(target=target, name=name, daemon=True).start()
-    if not done.wait(max(0.0, wait_s)):
+    if not done.wait(None if wait_s is None else max(0.0, wait_s)):
         return False, None
     if "error" in box:
         raise box["error"]  # type: ignore[misc]

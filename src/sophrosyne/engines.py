@@ -28,6 +28,8 @@ __all__ = ["ENGINES", "Cursor", "DuckDB", "Engine", "FileEngine", "MySQL", "Post
 Row = Sequence[Any]
 # Seconds a server connection may take to open before the server is called unreachable.
 CONNECT_TIMEOUT_S = 5
+# Seconds a new SQLite connection waits for a writer's lock before the file is called locked.
+OPEN_WAIT_S = 1.0
 
 
 class Cursor(Protocol):
@@ -171,7 +173,8 @@ class SQLite(FileEngine):
 
     def connect(self, path: Path) -> Any:
         # mode=ro makes SQLite itself refuse writes; query_only is a second lock on the same door.
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        # A file locked by a writer is waited for briefly on opening; a session waits as long as its deadline.
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=OPEN_WAIT_S)
         conn.execute("PRAGMA query_only = 1")
         # ATTACH and VACUUM INTO create files even on a read-only connection: allow no attached database.
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
@@ -195,6 +198,7 @@ class SQLite(FileEngine):
     def session(self, raw: Any, timeout_s: float) -> Iterator[Cursor]:
         deadline = time.monotonic() + timeout_s
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+        raw.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
         cursor = raw.cursor()
         try:
             yield cursor

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from sophrosyne import describing, guard, listing
+from sophrosyne.arguments import MAX_FOUND_ROWS, MAX_HITS, MAX_SQL_CHARS, MAX_VALUES, count, not_too_long
 from sophrosyne.audit import note_statement
-from sophrosyne.budget import cut_lists, fit
+from sophrosyne.budget import fit
 from sophrosyne.catalog import Catalog, Column, Table, is_text_type, load_bird_descriptions, table_ref
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.deadline import bounded_call
@@ -40,13 +43,8 @@ from sophrosyne.settings import Settings
 if TYPE_CHECKING:
     from sophrosyne.moderation import Moderator
 
+logger = logging.getLogger("sophrosyne.environment")
 LARGE_TABLE_ROWS = 100_000
-# The most values, rows and hits a call may ask for; more is capped with a note.
-MAX_VALUES = 1000
-MAX_FOUND_ROWS = 500
-MAX_HITS = 100
-# The longest text a search looks for.
-MAX_TERM_CHARS = 1000
 # Below this much time left in a call, no new statement is started (it could not finish).
 MIN_STATEMENT_S = 0.05
 
@@ -179,7 +177,7 @@ class Environment:
         base.directive_note = " ".join(x for x in (cut_inputs, base.directive_note) if x) or None
         if base.directives:
             # Directives take at most part of the budget, so that the tables are listed too.
-            _cut_directives(base, budget * 2 // 5)
+            listing.cut_directives(base, budget * 2 // 5)
 
         def build(tables: list[TableSummary], groups: list[TableGroupInfo]) -> TableList:
             return base.model_copy(update={"tables": tables, "groups": groups})
@@ -243,10 +241,10 @@ class Environment:
         t = self._table(table)
         c = self._column(t, column)
         if search is not None:
-            _not_too_long(search, "search")
-        count, capped = _count(limit, "limit", self.settings.distinct_limit, MAX_VALUES)
+            not_too_long(search, "search")
+        most, capped = count(limit, "limit", self.settings.distinct_limit, MAX_VALUES)
         # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
-        result = self.grounder.distinct_values(t, c, t.row_estimate, search, count, more=limit is not None)
+        result = self.grounder.distinct_values(t, c, t.row_estimate, search, most, more=limit is not None)
         if capped:
             result.note = " ".join(x for x in (capped, result.note) if x)
         return fit(result, self.settings.token_budget)
@@ -266,8 +264,8 @@ class Environment:
         """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
         if not term.strip():
             raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
-        _not_too_long(term, "term")
-        limit, capped = _count(limit, "limit", self.settings.find_rows_limit, MAX_FOUND_ROWS)
+        not_too_long(term, "term")
+        limit, capped = count(limit, "limit", self.settings.find_rows_limit, MAX_FOUND_ROWS)
         tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
         matches: list[TableRows] = []
         refused: list[str] = []
@@ -324,7 +322,7 @@ class Environment:
     @bounded_call
     def execute_sql(self, sql: str, limit: int | None = None) -> QueryOutput:
         """Run one read-only statement; rows capped, with the SQL as executed."""
-        cap, capped = _count(limit, "limit", self.settings.row_cap, self.settings.row_cap, "row_cap")
+        cap, capped = count(limit, "limit", self.settings.row_cap, self.settings.row_cap, "row_cap")
         result, executed, expression = self._secure(sql, limit=cap)
         read = [ref.name for ref in expression.find_all(exp.Table)]
         rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
@@ -352,10 +350,29 @@ class Environment:
         """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
         if not query.strip():
             raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
-        k, capped = _count(k, "k", 10, MAX_HITS)
+        k, capped = count(k, "k", 10, MAX_HITS)
         text = shorten(query, self.settings.question_chars, at_word=True)
         hits = SchemaHits(query=query, hits=self.moderator.search(text, k), note=capped)
         return fit(hits, self.settings.token_budget)
+
+    def warm(self, wait: bool = False) -> None:
+        """Read the schema and build (or load) the directive indexes now, in the background; with `wait`,
+        block until they are ready: tools are bounded by `timeout_s`, and a first call on a fresh database
+        would otherwise answer without directives while they build (a benchmark waits here first)."""
+        self.db.start_reading_catalog()
+        if self.settings.directives != "directives":
+            if wait:
+                _ = self.catalog
+        elif wait:
+            self.moderator.warm(wait=True)
+        else:
+            threading.Thread(target=self._warm_moderator, name="sophrosyne-warm", daemon=True).start()
+
+    def _warm_moderator(self) -> None:
+        try:
+            self.moderator.warm()
+        except Exception as exc:  # the first call that needs them reports the error itself
+            logger.warning("could not prepare the directive indexes in advance: %s", exc)
 
     def set_oracle(self, gold_sql: str | None) -> None:
         """For experiments: the reference SQL that `oracle` directives are computed from."""
@@ -415,6 +432,13 @@ class Environment:
 
         With `explain`, the engine plans the rewritten statement instead of running it.
         """
+        if len(sql) > MAX_SQL_CHARS:
+            # Parsing is not linear in the text (a megabyte of quoted strings takes minutes), and cannot be
+            # stopped midway: a statement past this length is refused before it is read.
+            raise InvalidArgument(
+                f"the statement is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are read.",
+                hint="Write a shorter statement: filter with a subquery or a join rather than a long literal list.",
+            )
         expression = guard.check_sql(sql, self.dialect)
         # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
         rewritten = (
@@ -454,45 +478,6 @@ class Environment:
 
     def _column(self, table: Table, name: str) -> Column:
         return column_named(table, name)
-
-
-def _count(value: int | None, name: str, default: int, most: int, setting: str | None = None) -> tuple[int, str | None]:
-    """A count argument (limit, k): the default when absent, at most `most` (with a note saying so when it
-    was asked for more); below 1 is the caller's error."""
-    if value is None:
-        return min(default, most), None
-    if value < 1:
-        raise InvalidArgument(
-            f"`{name}` must be 1 or more, not {value}.", hint=f"Leave it out for the default, {default}."
-        )
-    if value > most:
-        why = f" (the server's {setting})" if setting else ""
-        return most, f"`{name}` {value:,} was capped to {most:,}{why}."
-    return value, None
-
-
-def _not_too_long(text: str, name: str) -> None:
-    """A value to search for is a value, not a document: engines refuse patterns past a few kilobytes."""
-    if len(text) > MAX_TERM_CHARS:
-        raise InvalidArgument(
-            f"`{name}` is {len(text):,} characters long; a search takes at most {MAX_TERM_CHARS:,}.",
-            hint="Search for a distinctive part of the value.",
-        )
-
-
-def _cut_directives(result: TableList, budget: int) -> None:
-    """The leading directives that fit `budget` (they come most certain first), with a count of the rest."""
-    total = len(result.directives)
-
-    def note(kept: dict[str, int]) -> None:
-        left = total - kept["directives"]
-        more = f"{left:,} more tables are likely irrelevant but not named here (token budget)." if left else None
-        result.cut = more
-
-    cut_lists(result, ["directives"], budget, note)
-    if result.cut:
-        result.directive_note = " ".join(x for x in (result.directive_note, result.cut) if x)
-        result.cut = None
 
 
 def _deadline_near() -> bool:

@@ -6,7 +6,7 @@ import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sophrosyne.budget import fits
+from sophrosyne.budget import cut_lists, fits
 from sophrosyne.catalog import Catalog, ForeignKey, Table, TableGroup, group_tables
 from sophrosyne.errors import InvalidArgument
 from sophrosyne.results import CHARS_PER_TOKEN, SchemaInfo, TableGroupInfo, TableList, TableSummary, one_line
@@ -137,3 +137,18 @@ def _next_page(offset: int, shown: int, total: int, pattern: str | None) -> str 
         f"list_tables(offset={offset + shown}{filtered}); or narrow with list_tables(pattern='sales_*') "
         "or search_schema('what the column holds')."
     )
+
+
+def cut_directives(result: TableList, budget: int) -> None:
+    """The leading directives that fit `budget` (they come most certain first), with a count of the rest."""
+    total = len(result.directives)
+
+    def note(kept: dict[str, int]) -> None:
+        left = total - kept["directives"]
+        more = f"{left:,} more tables are likely irrelevant but not named here (token budget)." if left else None
+        result.cut = more
+
+    cut_lists(result, ["directives"], budget, note)
+    if result.cut:
+        result.directive_note = " ".join(x for x in (result.directive_note, result.cut) if x)
+        result.cut = None

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("sophrosyne.schema")
 
+# Time kept back from a call's deadline to answer once the schema is there.
+ANSWER_MARGIN_S = 0.5
 # How long a call waits for a new reading of a changed schema before it answers from the previous one.
 RELOAD_WAIT_S = 2.0
 # The longest a fingerprint check may take: on a busy server the previous catalog serves meanwhile.
@@ -59,7 +61,7 @@ class LiveCatalog:
         self._check()
         loading = self._loading
         if self._current is None:
-            catalog = loading.wait(deadline.remaining(self.db.settings.timeout_s))
+            catalog = loading.wait(deadline.left(ANSWER_MARGIN_S))
             if catalog is None:
                 raise NotReady(
                     f"the schema of {self.db.name} is still being read ({loading.running_s:.0f} s so far).",

@@ -49,12 +49,11 @@ class Background(Generic[T]):
         finally:
             self._done.set()
 
-    def wait(self, seconds: float) -> T | None:
-        """The value, waiting at most `seconds` (starting the load if needed); None if not ready by then.
-
-        The load's own error is raised here, and the next call starts the load again."""
+    def wait(self, seconds: float | None) -> T | None:
+        """The value, waiting at most `seconds` (None: until it is there; the load starts if needed); None if
+        not ready by then. The load's own error is raised here, and the next call starts the load again."""
         self.start()
-        if not self._done.wait(max(0.0, seconds)):
+        if not self._done.wait(None if seconds is None else max(0.0, seconds)):
             return None
         if self._error is not None:
             raise self._error

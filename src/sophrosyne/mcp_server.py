@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -404,16 +403,7 @@ def _health(env: Environment, calls: Calls) -> dict[str, Any]:
 def warm_in_background(env: Environment) -> None:
     """Read the schema and build (or load) the directive index in the background: the server answers at once,
     and tools that need them wait within their deadline or say they are still loading."""
-
-    def warm() -> None:
-        try:
-            _ = env.catalog
-            if env.settings.directives == "directives":
-                env.moderator.warm()
-        except Exception as exc:  # the first call that needs the schema reports the error itself
-            logger.warning("could not read the schema in advance: %s", exc)
-
-    threading.Thread(target=warm, name="sophrosyne-warm", daemon=True).start()
+    env.warm()
 
 
 class ServeSpec(BaseModel):

@@ -19,6 +19,8 @@ from sophrosyne.settings import Settings
 Fetch = Callable[[str, str, int], list[Any]]
 # Time kept back from a call's deadline for what follows the directives: listing and rendering the tables.
 ANSWER_MARGIN_S = 1.0
+# Time kept back, beyond that, for computing the directives once the value index is waited for.
+VALUES_WAIT_MARGIN_S = 2.0
 logger = logging.getLogger("sophrosyne.moderation")
 T = TypeVar("T")
 
@@ -67,10 +69,14 @@ class Moderator:
             values.save(path)
         return values
 
-    def warm(self) -> None:
-        """Start building or loading both indexes now, in the background (a server does this at start)."""
+    def warm(self, wait: bool = False) -> None:
+        """Start building or loading both indexes now, in the background (a server does this at start);
+        with `wait`, until they are built (a benchmark does this before its clock starts)."""
         self._index.start()
         self._values.start()
+        if wait:
+            self._index.wait(None)
+            self._values.wait(None)
 
     def search(self, query: str, k: int) -> list[SchemaHit]:
         hits = self.index.search(query, k=k)
@@ -86,6 +92,7 @@ class Moderator:
         if mode == "none" or not (question or knowledge):
             return [], None
         computed: Directives
+        values: ValueIndex | None = None
         if mode == "oracle":
             if not self.oracle_sql:
                 raise ConfigError(
@@ -94,11 +101,17 @@ class Moderator:
                 )
             computed = oracle_directives(self.oracle_sql, self.catalog, self.dialect)
         else:
-            index, values, inference = self.index, self.values, self._inference()
+            index, inference = self.index, self._inference()
+            # Literal grounding makes directives better, not possible: without its index (still being read,
+            # within its own budget) they are computed from names and retrieval alone, and say so.
+            try:
+                values = self._values.wait(deadline.left(ANSWER_MARGIN_S + VALUES_WAIT_MARGIN_S))
+            except Exception:  # a failed value index is read again next time; directives go on without it
+                logger.warning("the value index could not be built", exc_info=True)
             # The work runs beside the call, which stops waiting at its deadline (a margin is left to answer).
             done, result = deadline.run_side(
                 lambda: compute_directives(question or "", knowledge, self.catalog, index, values, inference=inference),
-                deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S,
+                deadline.left(ANSWER_MARGIN_S),
                 name="sophrosyne-directives",
             )
             if not done or result is None:
@@ -110,6 +123,9 @@ class Moderator:
         given = [Directive(table=d.table, reason=d.reason, confidence=d.tier) for d in computed.irrelevant]
         self.given = {d.table.lower(): d for d in given}
         note = None if given else f"No directives for this question{': ' + computed.note if computed.note else ''}."
+        if mode == "directives" and values is None:
+            later = "the values are still being indexed: directives from names only this time."
+            note = f"{note} {later}" if note else later[:1].upper() + later[1:]
         return given, note
 
     def _inference(self) -> LLMColumnInference | None:
@@ -136,7 +152,7 @@ class Moderator:
 
 def _ready(loading: Background[T], what: str, settings: Settings, tables: int) -> T:
     """What `loading` builds, waited for within the call's deadline; NotReady if it takes longer."""
-    value = loading.wait(deadline.remaining(settings.timeout_s) - ANSWER_MARGIN_S)
+    value = loading.wait(deadline.left(ANSWER_MARGIN_S))
     if value is None:
         raise NotReady(
             f"{what} of {tables:,} tables is still being built ({loading.running_s:.0f} s so far).",
