@@ -130,7 +130,11 @@ class Environment:
                 load_bird_descriptions(catalog, self.descriptions)
             if self.policy is not None:
                 self.policy.check(catalog)
+            changed = self._seen is not None
             self._seen, self._catalog, self._moderator = catalog, None, None
+            if changed and self.settings.directives == "directives":
+                # The schema changed under a running server: its indexes are rebuilt now, not at the next question.
+                threading.Thread(target=self._warm_moderator, name="sophrosyne-rewarm", daemon=True).start()
         return catalog
 
     @property

@@ -25,11 +25,17 @@ _VERSION_META = "io.modelcontextprotocol/protocolVersion"
 def snapshot_path(argv: list[str]) -> Path:
     """Where the answers of a server started with `argv` are kept (the cache folder, without reading the
     settings: they load slowly, and this runs before anything else)."""
-    from importlib.metadata import version
+    from importlib.util import find_spec
 
     from sophrosyne import __version__
 
-    key = json.dumps([__version__, version("mcp"), sys.version_info[:2], argv])
+    # The newest source file of the package, and the SDK's install: an edited, upgraded or reinstalled
+    # server is another server (reading the SDK's version from its metadata would cost a tenth of a second).
+    package = Path(__file__).parent
+    built = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
+    sdk = find_spec("mcp")
+    sdk_built = Path(sdk.origin).stat().st_mtime_ns if sdk and sdk.origin else 0
+    key = json.dumps([__version__, sdk_built, sys.version_info[:2], built, argv])
     cache = Path(os.environ.get("SOPHROSYNE_CACHE_DIR") or Path.home() / ".cache" / "sophrosyne")
     return cache / "handshake" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 

@@ -145,7 +145,12 @@ def cut_directives(result: TableList, budget: int) -> None:
 
     def note(kept: dict[str, int]) -> None:
         left = total - kept["directives"]
-        more = f"{left:,} more tables are likely irrelevant but not named here (token budget)." if left else None
+        more = (
+            f"{left:,} more tables are likely irrelevant but not named here (token budget); describe_table and "
+            "execute_sql remind you when you touch one."
+            if left
+            else None
+        )
         result.cut = more
 
     cut_lists(result, ["directives"], budget, note)
