@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sqlite3
@@ -17,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,11 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synthetic_db import build_database  # noqa: E402
+from synthetic_db import build_database
 
-from sophrosyne.budget import measure  # noqa: E402
-from sophrosyne.environment import Environment  # noqa: E402
-from sophrosyne.settings import Settings  # noqa: E402
+from sophrosyne.budget import measure
+from sophrosyne.environment import Environment
+from sophrosyne.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Which customers in the sales region paid their invoices in euros last month, and how many refunds? "
@@ -49,8 +50,9 @@ def big_schemas(folder: Path, sizes: list[tuple[int, int]]) -> dict[str, Any]:
         db = build_database(folder / f"synthetic_{tables}_{rows}.sqlite", tables=tables, rows=rows)
         env = Environment.open(db.path)
         calls = []
+        question = (QUESTION * 300)[:30_000]
         for _ in range(3):
-            listed, seconds = timed(lambda: env.list_tables(question=(QUESTION * 300)[:30_000]))
+            listed, seconds = timed(functools.partial(env.list_tables, question=question))
             calls.append(
                 {
                     "seconds": seconds,
@@ -124,10 +126,8 @@ async def _beside(target: Any) -> dict[str, Any]:
 async def _given_up(target: Any, pid: Callable[[], int]) -> float:
     async with Client(target) as client:
         await client.call_tool("execute_sql", {"sql": "SELECT 1"})
-        try:
+        with suppress(Exception):  # the client's own timeout: it gives up
             await client.call_tool("execute_sql", {"sql": SLOW_SQL}, read_timeout_seconds=0.5)
-        except Exception:
-            pass
         await anyio.sleep(0.5)
         before = _cpu(pid())
         await anyio.sleep(2.0)

@@ -177,7 +177,7 @@ class Environment:
         try:
             base.directives, base.directive_note = self.moderator.directives(question, knowledge)
         except (NotReady, QueryTimeout) as exc:
-            base.directive_note = f"no directives this time: {exc.message} {exc.hint or ''}".strip()
+            base.directive_note = f"No directives this time: {exc.message} {exc.hint or ''}".strip()
         base.directive_note = " ".join(x for x in (cut_inputs, base.directive_note) if x) or None
         if base.directives:
             # Directives take at most part of the budget, so that the tables are listed too.
@@ -374,7 +374,7 @@ class Environment:
 
     def _warm_moderator(self) -> None:
         try:
-            self.moderator.warm()
+            self.moderator.warm(wait=False)
         except Exception as exc:  # the first call that needs them reports the error itself
             logger.warning("could not prepare the directive indexes in advance: %s", exc)
 

@@ -218,12 +218,14 @@ def _prefix(table: Table, col: exp.Column, rows: int) -> exp.Subquery:
 
 def _of_rows(table: Table) -> str:
     # A restricted role is not told the size of a filtered table.
-    return f" of ~{table.row_estimate:,}" if table.row_estimate is not None else ""
+    if table.row_estimate is None:
+        return ""
+    return f" of at least {table.row_estimate:,}" if table.rows_at_least else f" of ~{table.row_estimate:,}"
 
 
 def _coverage(t: Table, searched: int | None, complete: bool) -> str:
     if complete:
-        size = f" ~{t.row_estimate:,}" if t.row_estimate is not None else ""
+        size = f" ~{t.row_estimate:,}" if t.row_estimate is not None and not t.rows_at_least else ""
         return f"Searched all{size} rows of {t.name}"
     if searched:
         return (

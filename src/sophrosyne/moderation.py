@@ -69,9 +69,9 @@ class Moderator:
             values.save(path)
         return values
 
-    def warm(self, wait: bool = False) -> None:
-        """Start building or loading both indexes now, in the background (a server does this at start);
-        with `wait`, until they are built (a benchmark does this before its clock starts)."""
+    def warm(self, wait: bool = True) -> None:
+        """Build or load both indexes now, in the background, and wait until they are there (a benchmark does
+        this before its clock starts); without `wait`, return at once (a server, at start-up)."""
         self._index.start()
         self._values.start()
         if wait:
