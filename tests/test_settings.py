@@ -45,3 +45,26 @@ def test_bad_environment_value(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOPHROSYNE_TIMEOUT_S", "soon")
     with pytest.raises(ConfigError, match="timeout_s"):
         Settings.load()
+
+
+def test_a_price_table_is_read_from_a_json_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOPHROSYNE_LLM_PRICES", '{"gpt-4o-mini": {"input": 0.15, "output": 0.6}}')
+    for settings in (Settings(), Settings.load()):
+        assert settings.llm_prices["gpt-4o-mini"].output == 0.6
+    monkeypatch.setenv("SOPHROSYNE_LLM_PRICES", "{gpt: 1}")
+    with pytest.raises(ConfigError, match="SOPHROSYNE_LLM_PRICES is not valid JSON"):
+        Settings.load()
+
+
+def test_openai_variables_fill_in_only_what_nothing_else_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-openai")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    settings = Settings.load()
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == "sk-from-openai"
+    assert settings.base_url == "http://127.0.0.1:9/v1"
+    path = tmp_path / "s.toml"
+    path.write_text('base_url = "http://127.0.0.1:8/v1"\n')
+    assert Settings.load(path).base_url == "http://127.0.0.1:8/v1"
+    monkeypatch.setenv("SOPHROSYNE_API_KEY", "sk-ours")
+    key = Settings.load(path).api_key
+    assert key is not None and key.get_secret_value() == "sk-ours"

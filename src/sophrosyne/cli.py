@@ -294,6 +294,13 @@ def serve(
     descriptions: DescriptionsOption = None,
     directives: DirectivesOption = None,
     audit_log: Annotated[Path | None, typer.Option(help="Append one JSONL audit record per tool call here.")] = None,
+    allow_python: Annotated[
+        bool,
+        typer.Option(
+            "--allow-python",
+            help="Also offer run_python: sandboxed Python programs whose sql() runs as the caller's role.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -302,6 +309,7 @@ def serve(
 
     Example: sophrosyne serve demo            (stdio, for Claude Code, Cursor, OpenCode)
     Example: sophrosyne serve my.db --http --port 8000 --policy policy.toml --workers 2
+    Example: sophrosyne serve demo --allow-python   (adds run_python, a sandboxed Python tool)
 
     Over stdio the role comes from --role; over HTTP with a policy, each request's bearer token names it.
     """
@@ -329,6 +337,10 @@ def serve(
             probe=False,
         )
         env.db.start_reading_catalog()
+        if allow_python:
+            from sophrosyne.agent.python_exec import check_sandbox
+
+            check_sandbox(env.settings)  # refuse to start rather than offer Python less isolated
         warm_in_background(env)
         if http:
             err_console.print(f"serving {env.db.name} on http://{host}:{port}/mcp", highlight=False)
@@ -343,10 +355,20 @@ def serve(
                 role=role,
                 directives=directives,
                 audit_log=audit_log,
+                allow_python=allow_python,
+                drain_s=env.settings.timeout_s + 1,
             )
             serve_workers(spec, workers)
         else:
-            run_server(env, http=http, host=host, port=port, log_level=current_log_level(), early=early)
+            run_server(
+                env,
+                http=http,
+                host=host,
+                port=port,
+                log_level=current_log_level(),
+                early=early,
+                allow_python=allow_python,
+            )
 
 
 @app.command()
@@ -364,6 +386,75 @@ def audit(
         if not log.is_file():
             raise ConfigError(f"audit log `{log}` does not exist.", hint="Give the file `serve --audit-log` wrote.")
         render_summary(summarize(log, top=top), console)
+
+
+@app.command()
+def ask(
+    args: Annotated[
+        list[str],
+        typer.Argument(metavar="[DB] QUESTION", help="Optional database (not with --server), then the question."),
+    ],
+    knowledge: Annotated[str | None, typer.Option(help="Knowledge or evidence for the question.")] = None,
+    solver: Annotated[str, typer.Option(help="explorer (explore, ground, run, verify) or flex (plans and a vote).")] = (
+        "explorer"
+    ),
+    model: Annotated[str | None, typer.Option(help="Chat model (default: the `model` setting).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint …/v1 (default: `base_url`, OPENAI_BASE_URL).")
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            help="Use this MCP server instead of DB: a stdio command or an http(s) URL.", metavar="CMD_OR_URL"
+        ),
+    ] = None,
+    token: Annotated[str | None, typer.Option(help="Bearer token for an HTTP --server.")] = None,
+    review: Annotated[bool, typer.Option("--review", help="Have a reviewer approve, revise or block the SQL.")] = False,
+    trace: Annotated[Path | None, typer.Option(help="Write every step (JSONL) to this file.")] = None,
+    descriptions: DescriptionsOption = None,
+    directives: DirectivesOption = None,
+    config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ask a question in plain words: a model explores the database with the tools, then answers with SQL.
+
+    Example: sophrosyne ask demo "How many employees in Field Operations were absent in November 2025?"
+    Example: sophrosyne ask --server "sophrosyne serve shop.db" "Top 5 customers by revenue" --solver flex
+
+    Progress goes to stderr, one line per step. Exit codes: 0 answer, 1 gave up or error, 2 no model
+    configured, 3 a clarification is needed (when nobody is at the terminal to answer it).
+    """
+    from sophrosyne.agent import Solver
+    from sophrosyne.agent.ask import AskRequest, is_interactive, toolbox_for
+    from sophrosyne.agent.ask import ask as run_ask
+    from sophrosyne.errors import ModelError
+    from sophrosyne.llm import NOT_CONFIGURED, ModelClient
+    from sophrosyne.settings import Settings
+
+    if solver not in ("explorer", "flex"):
+        raise typer.BadParameter("--solver must be explorer or flex.")
+    with reported():
+        if server:
+            if len(args) != 1:
+                raise typer.BadParameter("with --server, give only the question.")
+            db, question = None, args[0]
+        else:
+            db, (question,) = split_db(args, 1, "[DB] QUESTION")
+        settings = Settings.load(config, policy_file=policy, directives=directives)
+        try:
+            llm = ModelClient.from_settings(settings, model=model, base_url=base_url)
+        except ModelError as exc:
+            if exc.message != NOT_CONFIGURED:
+                raise
+            err_console.print(f"error: {exc.message}", soft_wrap=True, highlight=False, markup=False)
+            raise typer.Exit(2) from None
+        env = open_env(db, config, descriptions, policy=policy, role=role, directives=directives) if db else None
+        chosen: Solver = "flex" if solver == "flex" else "explorer"
+        request = AskRequest(question, knowledge, chosen, review, trace, as_json, is_interactive(as_json))
+        code = run_ask(request, llm, settings, toolbox_for(env, server, token), (console, err_console))
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -103,3 +103,26 @@ class NotReady(SophrosyneError):
     """What the call needs (the schema, an index) is still loading; the call may be asked again shortly."""
 
     code = "loading"
+
+
+class ModelError(SophrosyneError):
+    """The model endpoint is not configured, refused the request, or kept failing after the retries."""
+
+    code = "model"
+
+
+class SandboxUnavailable(SophrosyneError):
+    """A layer of the Python sandbox cannot be set up here, so no Python runs (rather than run less isolated)."""
+
+    code = "sandbox_unavailable"
+
+
+class ProgramFailed(SophrosyneError):
+    """A sandboxed Python program raised, or hit its time, CPU or memory limit; `kind` says which."""
+
+    code = "program_failed"
+
+    def __init__(self, message: str, *, kind: str = "error", hint: str | None = None, output: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.kind = kind
+        self.output = output

@@ -36,7 +36,10 @@ from sophrosyne.results import (
     TableDescription,
     TableList,
     count_tokens,
+    fit_rows,
+    new_nonce,
     render,
+    render_table,
     shorten,
 )
 from sophrosyne.settings import Settings
@@ -75,11 +78,13 @@ def _respond(result: BaseModel) -> CallToolResult:
 SESSION = uuid.uuid4().hex[:12]  # one server process; HTTP callers are told apart by their role
 
 
-def _mapped(env: Environment, audit: AuditLog | None, calls: Calls) -> Callable[[ToolFn], AsyncToolFn]:
+def _mapped(
+    env: Environment, audit: AuditLog | None, calls: Calls, seconds: float | None = None
+) -> Callable[[ToolFn], AsyncToolFn]:
     """The one place where environment errors become MCP tool errors (internals never leave the server)
     and where each call is audited: role, arguments, SQL as written and executed, rows, time, tokens.
 
-    Each call runs in a worker thread under its deadline (`timeout_s`), so a slow call never holds up
+    Each call runs in a worker thread under its deadline (`timeout_s`, or `seconds`), so a slow call never holds up
     another, and a call whose client cancelled or left stops its work and its statement."""
 
     def decorate(fn: ToolFn) -> ToolFn:
@@ -102,7 +107,8 @@ def _mapped(env: Environment, audit: AuditLog | None, calls: Calls) -> Callable[
         @functools.wraps(fn)
         async def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
             try:
-                return await calls.run(functools.partial(audited, *args, **kwargs), env.settings.timeout_s)
+                limit = seconds if seconds is not None else env.settings.timeout_s
+                return await calls.run(functools.partial(audited, *args, **kwargs), limit)
             except SophrosyneError as exc:  # refused before it ran, or stopped at the deadline
                 raise _ToolFailure(exc) from None
 
@@ -207,9 +213,11 @@ def build_server(
     name: str = "sophrosyne",
     http_url: str | None = None,
     require_token: bool = False,
+    allow_python: bool = False,
     calls: Calls | None = None,
 ) -> MCPServer:
-    """An MCP server exposing the environment's tools; with `require_token`, HTTP callers need a bearer token."""
+    """An MCP server exposing the environment's tools; with `require_token`, HTTP callers need a bearer token;
+    with `allow_python`, also `run_python` (a sandboxed program whose `sql()` runs as the caller's role)."""
     auth: dict[str, Any] = {}
     if require_token:
         if env.policy is None or not env.policy.token_hashes:
@@ -348,7 +356,65 @@ def build_server(
         """
         return _respond(_caller(env).explain_sql(sql))
 
+    if allow_python:
+        # A program has its own wall-clock limit, longer than a statement's: its call is given that long.
+        program_s = max(env.settings.timeout_s, env.settings.python_wall_s + 5)
+        _add_run_python(server, env, _mapped(env, audit, calls, seconds=program_s))
     return server
+
+
+class ProgramOutput(BaseModel):
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    output: str = ""
+    sql_calls: int = 0
+    elapsed_ms: float = 0.0
+
+
+def _add_run_python(server: MCPServer, env: Environment, mapped: Callable[[ToolFn], AsyncToolFn]) -> None:
+    from sophrosyne.agent.python_exec import PythonExecutor
+    from sophrosyne.agent.tools import environment_rows
+
+    executor = PythonExecutor(env.settings)
+
+    @server.tool(annotations=READ_ONLY)
+    @mapped
+    def run_python(
+        code: Annotated[
+            str,
+            Field(
+                description="A Python program. sql(query) runs one read-only query and returns a pandas DataFrame "
+                "(pd is pandas); assign the answer to `result`."
+            ),
+        ],
+    ) -> Annotated[CallToolResult, ProgramOutput]:
+        """Run a Python program in a sandbox (no network, no files outside its own folder, CPU, memory and time
+        limits) for transformations awkward in SQL. Its sql() goes through the same read-only, role-filtered
+        path as execute_sql.
+
+        Example: run_python(code="df = sql('SELECT department FROM employees')\nresult = df.value_counts()")
+        """
+        caller = _caller(env)
+        ran = executor.run(code, lambda query: environment_rows(caller, query))
+        rows, _ = fit_rows(ran.columns, ran.rows, env.settings.token_budget)
+        output = ProgramOutput(
+            columns=ran.columns,
+            rows=rows,
+            row_count=len(rows),
+            output=ran.output,
+            sql_calls=len(ran.sql_calls),
+            elapsed_ms=round(ran.ms, 2),
+        )
+        cut = f" (showing {len(rows)} of {len(ran.rows)})" if len(rows) < len(ran.rows) else ""
+        text = f"{len(rows)} rows{cut} from {output.sql_calls} sql() calls\n" + render_table(
+            output.columns, rows, new_nonce()
+        )
+        if ran.output:
+            text += f"\nprinted:\n{ran.output}"
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=output.model_dump(mode="json")
+        )
 
 
 def serve(
@@ -359,6 +425,7 @@ def serve(
     port: int = 8000,
     log_level: str = "warning",
     early: EarlyStdio | None = None,
+    allow_python: bool = False,
 ) -> None:
     """Run the server over stdio (default) or streamable HTTP until the client leaves or SIGTERM comes;
     calls in flight then finish (within `timeout_s`) before it exits. `early` is the stdio wire taken at
@@ -369,7 +436,13 @@ def serve(
 
     require_token = http and env.policy is not None
     calls = Calls()
-    server = build_server(env, http_url=f"http://{host}:{port}", require_token=require_token, calls=calls)
+    server = build_server(
+        env,
+        http_url=f"http://{host}:{port}",
+        require_token=require_token,
+        calls=calls,
+        allow_python=allow_python,
+    )
     drain_s = env.settings.timeout_s + 1
     if http:
         warn_if_exposed(host, env)
@@ -419,6 +492,7 @@ class ServeSpec(BaseModel):
     directives: str | None = None
     audit_log: Path | None = None
     drain_s: float = 11.0
+    allow_python: bool = False
 
     def open(self) -> Environment:
         settings = Settings.load(
@@ -454,7 +528,7 @@ def http_app() -> Starlette:
     env = spec.open()
     warm_in_background(env)
     url = f"http://{spec.host}:{spec.port}"
-    server = build_server(env, http_url=url, require_token=env.policy is not None)
+    server = build_server(env, http_url=url, require_token=env.policy is not None, allow_python=spec.allow_python)
     return http_asgi(server, spec.host)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
@@ -14,6 +15,19 @@ from sophrosyne.errors import ConfigError
 ENV_PREFIX = "SOPHROSYNE_"
 
 DirectivesMode = Literal["none", "directives", "oracle"]
+ToolMode = Literal["auto", "native", "json"]
+
+# Read when the matching setting is given nowhere else, so an OpenAI-style setup works as it is.
+FALLBACK_VARIABLES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
+
+
+class ModelPrice(BaseModel):
+    """What a model costs, in US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0, description="Dollars per million prompt tokens.")
+    output: float = Field(ge=0, description="Dollars per million completion tokens.")
 
 
 class Settings(BaseModel):
@@ -82,6 +96,49 @@ class Settings(BaseModel):
     )
     llm_model: str | None = Field(None, description="Model name for llm_base_url.")
     llm_api_key: SecretStr | None = Field(None, description="API key for llm_base_url, if it needs one.")
+    # -- the agent's model (`sophrosyne ask`, the solvers) -------------------------------------------------
+    model: str | None = Field(None, description="Chat model the agent uses, e.g. gpt-4o-mini or a local model name.")
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible endpoint (…/v1) of the agent's model; OPENAI_BASE_URL when unset, else OpenAI.",
+    )
+    api_key: SecretStr | None = Field(
+        None, description="API key of the agent's model endpoint; OPENAI_API_KEY when unset."
+    )
+    llm_tool_mode: ToolMode = Field(
+        "auto",
+        description="How the model calls tools: native tool calls, plain JSON replies, or auto (native, and JSON "
+        "from then on when the server refuses `tools`).",
+    )
+    llm_retries: int = Field(4, ge=0, le=20, description="Retries of a model call after a rate limit or server error.")
+    llm_backoff_s: float = Field(
+        1.0, ge=0, le=600, description="First wait before a retry, seconds; doubles each time unless Retry-After says."
+    )
+    llm_max_wait_s: float = Field(60.0, ge=0, le=3600, description="Longest single wait before a retry, seconds.")
+    llm_timeout_s: float = Field(120.0, gt=0, le=3600, description="Longest a single model call may take, seconds.")
+    llm_temperature: float | None = Field(
+        None, ge=0, le=2, description="Sampling temperature sent to the model (unset: the server's default)."
+    )
+    llm_prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description='Price table, dollars per million tokens by model: {"gpt-4o-mini": {"input": 0.15, '
+        '"output": 0.6}} (JSON in SOPHROSYNE_LLM_PRICES).',
+    )
+    agent_tool_calls: int = Field(
+        40, ge=1, le=1000, description="Most tool calls one solver run may make before it gives up."
+    )
+    agent_retries: int = Field(
+        3, ge=0, le=10, description="Times a failing query (or program) is sent back to the model with its error."
+    )
+    flex_plans: int = Field(3, ge=1, le=16, description="Plans the FlexSQL solver asks for in one call.")
+    python_cpu_s: float = Field(10.0, gt=0, le=3600, description="CPU seconds a sandboxed Python program may use.")
+    python_wall_s: float = Field(30.0, gt=0, le=3600, description="Wall-clock seconds a Python program may run.")
+    python_memory_mb: int = Field(
+        1024, ge=256, le=65536, description="Address space a sandboxed Python program may use, MB."
+    )
+    python_output_chars: int = Field(
+        4000, ge=100, le=1_000_000, description="Most characters of a Python program's printed output kept."
+    )
     directives: DirectivesMode = Field("directives", description="Directive mode: none, directives or oracle.")
     cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
     audit_log: Path | None = Field(None, description="JSONL file that receives one record per tool call.")
@@ -92,16 +149,34 @@ class Settings(BaseModel):
     def _from_environment(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        return {**cls.from_variables(), **data}
+        return {**cls.fallback_variables(), **cls.from_variables(), **data}
 
     @classmethod
-    def from_variables(cls) -> dict[str, str]:
-        """The settings given as `SOPHROSYNE_<NAME>` environment variables, by field name."""
-        return {
-            name: os.environ[ENV_PREFIX + name.upper()]
-            for name in cls.model_fields
-            if ENV_PREFIX + name.upper() in os.environ
-        }
+    def from_variables(cls) -> dict[str, Any]:
+        """The settings given as `SOPHROSYNE_<NAME>` environment variables, by field name.
+
+        A dict-valued setting (a price table) is written as JSON."""
+        found: dict[str, Any] = {}
+        for name, field in cls.model_fields.items():
+            raw = os.environ.get(ENV_PREFIX + name.upper())
+            if raw is None:
+                continue
+            if getattr(field.annotation, "__origin__", None) is dict:
+                try:
+                    found[name] = json.loads(raw)
+                except ValueError as exc:
+                    raise ConfigError(
+                        f"{ENV_PREFIX}{name.upper()} is not valid JSON: {exc}.",
+                        hint='Write a JSON object, e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}.',
+                    ) from None
+            else:
+                found[name] = raw
+        return found
+
+    @classmethod
+    def fallback_variables(cls) -> dict[str, str]:
+        """OPENAI_API_KEY and OPENAI_BASE_URL, used where no file or SOPHROSYNE_* variable sets those settings."""
+        return {name: os.environ[var] for name, var in FALLBACK_VARIABLES.items() if os.environ.get(var)}
 
     @classmethod
     def load(cls, path: Path | None = None, **overrides: Any) -> Settings:
@@ -118,7 +193,12 @@ class Settings(BaseModel):
                 raise ConfigError(f"settings file {path} is not valid TOML: {exc}.") from None
             data = data.get("sophrosyne", data)
         # The file is read first; environment variables win over it, explicit overrides win over both.
-        merged = {**data, **cls.from_variables(), **{k: v for k, v in overrides.items() if v is not None}}
+        merged = {
+            **cls.fallback_variables(),
+            **data,
+            **cls.from_variables(),
+            **{k: v for k, v in overrides.items() if v is not None},
+        }
         try:
             return cls(**merged)
         except ValidationError as exc:

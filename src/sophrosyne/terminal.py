@@ -86,3 +86,28 @@ def progress_bar(enabled: bool = True) -> Iterator[Tick]:
 
     with progress:
         yield tick
+
+
+Status = Callable[[int, int, str], None]
+
+
+@contextmanager
+def status_bar(label: str, enabled: bool = True) -> Iterator[Status]:
+    """One progress bar on stderr with a running status after it (accuracy and cost so far, say), driven by
+    update(done, total, status)."""
+    progress = Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=err_console,
+        disable=not enabled,
+    )
+    task = progress.add_task(label, total=None, status="")
+
+    def update(done: int, total: int, status: str) -> None:
+        progress.update(task, completed=done, total=total, status=status)
+
+    with progress:
+        yield update

@@ -222,5 +222,8 @@ def print_report(result: dict[str, Any]) -> None:
         console.print(f"[yellow]{len(result['skipped'])} question(s) skipped: gold SQL does not parse.[/]")
 
 
+# The harness's commands (score, tokens, report, merge, run) register themselves on bench_app.
+from sophrosyne.bench import commands, run_cli  # noqa: E402, F401
+
 if __name__ == "__main__":
     bench_app()

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import urllib.request
-
 from sophrosyne.catalog import Catalog
 from sophrosyne.directives.knowledge import IDENTIFIER
+from sophrosyne.errors import ModelError
 
 
 class LLMColumnInference:
-    """Column names inferred by an inexpensive model behind an OpenAI-compatible `/chat/completions`
-    endpoint, as the paper prompts for them. Used only when configured; any failure means no names."""
+    """Column names inferred by an inexpensive model behind an OpenAI-compatible endpoint (through the
+    agent's model client), as the paper prompts for them. Used only when configured; any failure means no
+    names."""
 
     PROMPT = (
         "You are given a database schema, a question and knowledge about it. List the columns (as "
@@ -26,19 +25,23 @@ class LLMColumnInference:
         self.timeout_s = timeout_s
 
     def infer(self, question: str, knowledge: str, catalog: Catalog) -> list[str]:
+        from sophrosyne.llm import Conversation, ModelClient
+        from sophrosyne.settings import Settings
+
         schema = "\n".join(f"{t.name}({', '.join(t.column_names)})" for t in catalog.tables.values())[:12000]
         prompt = self.PROMPT.format(schema=schema, question=question, knowledge=knowledge or "(none)")
-        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], "temperature": 0}
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(
-            f"{self.base_url}/chat/completions", data=json.dumps(body).encode(), headers=headers, method="POST"
+        conversation = Conversation()
+        conversation.user(prompt)
+        # It runs inside list_tables: one quick retry at most, so a failing endpoint costs little.
+        settings = Settings(
+            llm_timeout_s=self.timeout_s, llm_retries=1, llm_backoff_s=0.2, llm_max_wait_s=1.0, llm_temperature=0
         )
+        client = ModelClient(self.model, base_url=self.base_url, api_key=self.api_key, settings=settings)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                text = json.loads(response.read())["choices"][0]["message"]["content"] or ""
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            text = client.chat_sync(conversation).text
+        except ModelError:
             return []
+        finally:
+            client.close()
         names = [line.strip().strip("-*` ").strip() for line in text.splitlines()]
         return [n for n in names if n and IDENTIFIER.fullmatch(n)]

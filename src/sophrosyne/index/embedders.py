@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.request
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -120,7 +118,8 @@ class MiniLMOnnxEmbedder:
 
 
 class OpenAIEmbedder:
-    """Embeddings from an OpenAI-compatible `/embeddings` endpoint; used only when configured."""
+    """Embeddings from an OpenAI-compatible `/embeddings` endpoint (through the agent's model client, with
+    its retries); used only when configured."""
 
     def __init__(
         self, base_url: str, model: str, api_key: str | None = None, batch_size: int = 256, timeout_s: float = 60.0
@@ -133,24 +132,18 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}"
 
     def embed(self, texts: list[str]) -> Vectors:
-        chunks: list[Vectors] = []
-        for start in range(0, len(texts), self.batch_size):
-            chunks.append(_normalise(np.array(self._request(texts[start : start + self.batch_size]))))
-        return np.concatenate(chunks) if chunks else np.zeros((0, 1), dtype=np.float32)
+        from sophrosyne.llm import ModelClient
+        from sophrosyne.settings import Settings
 
-    def _request(self, texts: list[str]) -> list[list[float]]:
-        body = json.dumps({"model": self.model, "input": texts}).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(f"{self.base_url}/embeddings", data=body, headers=headers, method="POST")
+        settings = Settings(llm_timeout_s=self.timeout_s)
+        client = ModelClient(self.model, base_url=self.base_url, api_key=self.api_key, settings=settings)
+        chunks: list[Vectors] = []
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                payload = json.loads(response.read())
-        except OSError as exc:
-            raise ConfigError(f"embeddings endpoint {self.base_url} failed: {exc}.") from None
-        rows = sorted(payload["data"], key=lambda row: row["index"])
-        return [row["embedding"] for row in rows]
+            for start in range(0, len(texts), self.batch_size):
+                chunks.append(_normalise(np.array(client.embed(texts[start : start + self.batch_size]))))
+        finally:
+            client.close()
+        return np.concatenate(chunks) if chunks else np.zeros((0, 1), dtype=np.float32)
 
 
 def default_embedder() -> Embedder:
