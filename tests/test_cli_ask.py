@@ -55,7 +55,7 @@ def test_ask_prints_each_step_then_the_sql_and_the_result(tmp_path: Path) -> Non
     assert "list_tables(question=" in lines[1]
     assert "model explore → get_distinct_values · 100+10 tokens" in lines[2]
     assert (
-        "get_distinct_values(table='departments', column='dept_name', search='Field Operations') · 3 rows" in lines[3]
+        "get_distinct_values(table='departments', column='dept_name', search='Field Operations') · 1 rows" in lines[3]
     )
     assert "execute_sql(sql=" in lines[5] and "1 rows" in lines[5]
     assert "COUNT(DISTINCT a.employee_id)" in out and "absent" in out

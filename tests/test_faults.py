@@ -125,16 +125,23 @@ def test_a_30000_character_question_is_answered_within_timeout(schema_400: Path)
 
 def test_list_tables_keeps_its_deadline_while_the_index_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOPHROSYNE_CACHE_DIR", str(tmp_path / "empty-cache"))
-    # 1,000 tables: their index takes seconds to build, far more than this call has.
+    # 1,000 tables: their index, then their directives, take about as long as this call has.
     env = Environment.open(synthetic(1000, 2000), settings=Settings(timeout_s=2))
     env.list_tables()  # the schema is read: what is timed is the wait for the index
     started = time.monotonic()
     listed = env.list_tables(question=QUESTION)
     assert time.monotonic() - started <= 2
     assert listed.tables and not listed.directives
-    assert listed.directive_note and "still being built" in listed.directive_note
-    with pytest.raises(NotReady, match="still being built"):
-        env.search_schema("refunds")
+    # Whichever step the time ran out in, the note says which: the index, or the directives' own work.
+    assert listed.directive_note
+    assert "still being built" in listed.directive_note or "took longer than the 2 s" in listed.directive_note
+    # The schema search waits for the same index within its own limit: hits if it is there by then.
+    started = time.monotonic()
+    try:
+        assert env.search_schema("refunds").hits
+    except NotReady as exc:
+        assert "still being built" in str(exc)
+    assert time.monotonic() - started <= 2
 
 
 # Servers shared by the timing tests: no directives (their index, built at start, spends CPU of its own while

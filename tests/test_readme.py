@@ -72,7 +72,9 @@ def test_the_first_screen_runs(tmp_path: Path) -> None:
     [
         e
         for e in EXAMPLES
-        if not e.startswith(("sophrosyne serve", "sophrosyne bench", "sophrosyne audit", "sophrosyne demo"))
+        if not e.startswith(
+            ("sophrosyne serve", "sophrosyne bench", "sophrosyne audit", "sophrosyne demo", "sophrosyne ask")
+        )
         and "postgresql://" not in e
     ],
 )
@@ -80,6 +82,26 @@ def test_a_command_table_example_runs_as_written(example: str, tmp_path: Path) -
     result = in_process(example, tmp_path)
     assert result.exit_code == 0, f"{example}: {result.stderr}"
     assert result.stdout.strip() and result.exception is None
+
+
+def test_the_ask_example_runs_with_a_model_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A model is the one thing the README asks for: here a scripted one, named by the settings it documents.
+    from fixtures.model_script import Call, Script
+    from fixtures.openai_server import scripted_server
+
+    (example,) = [e for e in EXAMPLES if e.startswith("sophrosyne ask")]
+    final = (
+        "SELECT COUNT(DISTINCT a.employee_id) FROM absence_records a JOIN employees e ON a.employee_id = "
+        "e.employee_id JOIN departments d ON e.department = d.dept_code WHERE d.dept_name = 'Field Operations'"
+    )
+    ground = Call("get_distinct_values", {"table": "departments", "column": "dept_name", "search": "Field Operations"})
+    script = Script({"explore": [ground, Call("final_answer", {"sql": final, "explanation": "absent people"})]})
+    with scripted_server(script) as (url, _):
+        monkeypatch.setenv("SOPHROSYNE_MODEL", "scripted")
+        monkeypatch.setenv("SOPHROSYNE_BASE_URL", url)
+        result = in_process(example, tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert "Field Operations" in result.stdout
 
 
 @pytest.mark.engine

@@ -74,6 +74,7 @@ class Database:
         self.pool = pool
         self.name = name
         self.settings = settings
+        self.closed = False
         self._live = LiveCatalog(self)
 
     @property
@@ -143,6 +144,9 @@ class Database:
     @contextmanager
     def session(self, timeout_s: float) -> Iterator[Cursor]:
         """A cursor inside a read-only transaction with a statement deadline; the engine's errors are translated."""
+        if self.closed:
+            # A background reading (the schema, an index) that outlived its database opens nothing new.
+            raise ConnectionFailed(f"{self.name} was closed.", hint="Open the database again.")
         raw = self.pool.acquire()
         running = deadline.current()
         try:
@@ -162,9 +166,15 @@ class Database:
             limit = running.seconds if running is not None and running.expired else timeout_s
             raise _translate(exc, limit) from None
         finally:
-            self.pool.release(raw)
+            if self.closed:
+                # Closed meanwhile: the connection is shut, not handed back to a pool that is gone.
+                discard = getattr(raw, "invalidate", None) or raw.close
+                discard()
+            else:
+                self.pool.release(raw)
 
     def close(self) -> None:
+        self.closed = True
         self.pool.close()
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from sophrosyne.environment import Environment
     from sophrosyne.handshake import EarlyStdio
 
 logger = logging.getLogger("sophrosyne.server")
@@ -144,3 +145,27 @@ async def serve_http(app: Starlette, calls: Calls, host: str, port: int, drain_s
         app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=int(drain_s) + 1
     )
     await Draining(config).serve()
+
+
+def warn_if_exposed(host: str, env: Environment) -> None:
+    """Serving beyond this machine with no policy lets anyone who reaches the port read the whole database."""
+    if env.policy is None and host not in ("127.0.0.1", "localhost", "::1"):
+        logger.warning(
+            "serving %s on %s without a policy: anyone who reaches this port can read the whole database; "
+            "pass --policy FILE with bearer tokens, or bind 127.0.0.1.",
+            env.db.name,
+            host,
+        )
+
+
+def health_of(env: Environment, calls: Calls) -> dict[str, Any]:
+    """What /health says: serving or draining, the version, the source, whether its schema is read."""
+    from sophrosyne import __version__
+
+    return {
+        "status": "draining" if calls.draining else "ok",
+        "version": __version__,
+        "source": env.db.name,
+        "schema": "ready" if env.db.catalog_ready else "loading",
+        "calls_in_flight": calls.active,
+    }

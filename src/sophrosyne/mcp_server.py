@@ -20,11 +20,12 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 
 from sophrosyne import __version__
+from sophrosyne.arguments import argument_error
 from sophrosyne.audit import AuditLog, statements
 from sophrosyne.environment import Environment
-from sophrosyne.errors import AccessDenied, InvalidArgument, SophrosyneError
+from sophrosyne.errors import AccessDenied, SophrosyneError
 from sophrosyne.handshake import EarlyStdio
-from sophrosyne.lifecycle import Calls, add_health, keep_streams_on_exit
+from sophrosyne.lifecycle import Calls, add_health, health_of, keep_streams_on_exit, warn_if_exposed
 from sophrosyne.policy import Policy
 from sophrosyne.results import (
     DistinctValues,
@@ -151,31 +152,6 @@ class SophrosyneMCP(MCPServer):
             raise
 
 
-def argument_error(tool: str, error: ValidationError) -> InvalidArgument:
-    """The first problem of a pydantic validation error as one sentence an agent can act on."""
-    first = error.errors()[0]
-    name = ".".join(str(p) for p in first["loc"]) or "arguments"
-    kind, context = first["type"], first.get("ctx") or {}
-    given = shorten(repr(first.get("input")), 40)
-    if kind == "missing":
-        message = f"{tool} needs `{name}`."
-    elif kind in ("greater_than_equal", "greater_than"):
-        message = f"`{name}` must be {context.get('ge', context.get('gt'))} or more, not {given}."
-    elif kind in ("less_than_equal", "less_than"):
-        message = f"`{name}` must be at most {context.get('le', context.get('lt'))}, not {given}."
-    elif kind.startswith(("int_", "float_")):
-        message = f"`{name}` must be a number, not {given}."
-    elif kind.startswith("string_"):
-        message = f"`{name}` must be text, not {given}."
-    elif kind.startswith("list_"):
-        message = f"`{name}` must be a list, not {given}."
-    elif kind == "unexpected_keyword_argument":
-        message = f"{tool} has no argument `{name}`."
-    else:
-        message = f"`{name}` is not valid: {first['msg'].lower()}."
-    return InvalidArgument(message, hint="The tool's description lists its arguments and their types.")
-
-
 class SourceList(BaseModel):
     sources: list[SourceInfo]
 
@@ -238,7 +214,7 @@ def build_server(
     audit = AuditLog(env.settings.audit_log) if env.settings.audit_log else None
     calls = calls or Calls()
     mapped = _mapped(env, audit, calls)
-    add_health(server, lambda: _health(env, calls))
+    add_health(server, lambda: health_of(env, calls))
 
     @server.tool(annotations=READ_ONLY)
     @mapped
@@ -450,27 +426,6 @@ def serve(
         anyio.run(serve_http, app, calls, host, port, drain_s, log_level)
     else:
         anyio.run(serve_stdio, server, calls, drain_s, early)
-
-
-def warn_if_exposed(host: str, env: Environment) -> None:
-    """Serving beyond this machine with no policy lets anyone who reaches the port read the whole database."""
-    if env.policy is None and host not in ("127.0.0.1", "localhost", "::1"):
-        logger.warning(
-            "serving %s on %s without a policy: anyone who reaches this port can read the whole database; "
-            "pass --policy FILE with bearer tokens, or bind 127.0.0.1.",
-            env.db.name,
-            host,
-        )
-
-
-def _health(env: Environment, calls: Calls) -> dict[str, Any]:
-    return {
-        "status": "draining" if calls.draining else "ok",
-        "version": __version__,
-        "source": env.db.name,
-        "schema": "ready" if env.db.catalog_ready else "loading",
-        "calls_in_flight": calls.active,
-    }
 
 
 def warm_in_background(env: Environment) -> None:
