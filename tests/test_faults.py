@@ -145,8 +145,8 @@ def test_list_tables_keeps_its_deadline_while_the_index_builds(tmp_path: Path, m
 
 
 # Servers shared by the timing tests: no directives (their index, built at start, spends CPU of its own while
-# CPU is measured), and a 2 s limit, so that a slow call ends in time.
-QUIET = {"SOPHROSYNE_DIRECTIVES": "none", "SOPHROSYNE_TIMEOUT_S": "2"}
+# CPU is measured), and a 1.5 s limit, so that a slow call ends in time.
+QUIET = {"SOPHROSYNE_DIRECTIVES": "none", "SOPHROSYNE_TIMEOUT_S": "1.5"}
 
 
 @pytest.fixture(scope="module")
@@ -189,18 +189,18 @@ def test_select_1_answers_within_1_s_while_a_slow_call_runs(served: tuple[int, S
     assert max(waits) < 1.0, waits
     assert not slow.done()
     result = slow.result(timeout=15)
-    assert result.is_error and "2 s" in text_of(result)
+    assert result.is_error and "1.5 s" in text_of(result)
 
 
 def test_a_call_given_up_by_its_client_stops_its_statement(served: tuple[int, Session]) -> None:
     pid, session = served
     with pytest.raises(Exception):  # noqa: B017 - the client's own timeout, whatever its type
         session.call("execute_sql", {"sql": SLOW_SQL}, timeout=0.3)
-    time.sleep(0.3)
+    time.sleep(0.2)
     before = cpu_seconds(pid)
-    time.sleep(1.2)
-    # Had the statement gone on, the server would use a whole core until its 2 s limit.
-    assert (cpu_seconds(pid) - before) / 1.2 < 0.3
+    time.sleep(0.8)
+    # Had the statement gone on, the server would use a whole core until its 1.5 s limit.
+    assert (cpu_seconds(pid) - before) / 0.8 < 0.3
 
 
 def _url(port: int) -> str:
@@ -263,7 +263,7 @@ def _eventually(check: object, seconds: float = 10.0) -> float:
 
 def test_a_table_created_in_sqlite_is_seen(tmp_path: Path) -> None:
     db = build_sqlite(tmp_path / "live.sqlite")
-    env = Environment.open(db)
+    env = Environment.open(db, settings=Settings(schema_check_s=0.2))
     assert "late_arrival" not in {t.name for t in env.list_tables().tables}
     with closing(sqlite3.connect(db)) as conn:
         conn.execute("CREATE TABLE late_arrival (id INTEGER PRIMARY KEY, note TEXT)")
@@ -409,7 +409,7 @@ def test_a_locked_file_is_one_line_then_served_once_free(tmp_path: Path) -> None
     writer.execute("BEGIN EXCLUSIVE")
     try:
         _one_line_error(_cli("tables", str(db)), "is locked by another process")
-        env = Environment.open(db, settings=Settings(timeout_s=2), probe=False)
+        env = Environment.open(db, settings=Settings(timeout_s=1), probe=False)
         with pytest.raises(Exception, match="locked"):
             env.execute_sql("SELECT 1")
     finally:

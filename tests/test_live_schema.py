@@ -47,7 +47,7 @@ def pg() -> Iterator[tuple[str, Any]]:
 def test_a_table_created_on_postgresql_is_visible_within_10_s(pg: tuple[str, Any]) -> None:
     url, admin = pg
     schema = url.rsplit("%3D", 1)[1]
-    with opened(url) as env:
+    with opened(url, settings=Settings(schema_check_s=0.5)) as env:
         assert "late_table" not in {t.name for t in env.list_tables().tables}
         admin.execute(f'CREATE TABLE "{schema}".late_table (id INTEGER PRIMARY KEY, label TEXT)')
         seconds = seen_within(lambda: "late_table" in {t.name for t in env.list_tables().tables})
@@ -105,7 +105,7 @@ def test_a_table_created_on_mariadb_is_visible_within_10_s() -> None:
 
     with mariadb_database("soph_live") as url:
         name = url.rsplit("/", 1)[1]
-        with opened(url) as env:
+        with opened(url, settings=Settings(schema_check_s=0.5)) as env:
             env.list_tables()
             try:
                 conn = pymysql.connect(**MARIADB, database=name, autocommit=True)

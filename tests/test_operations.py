@@ -19,8 +19,8 @@ from fixtures.engines import build_sqlite
 from fixtures.serving import ROOT, connected, free_port, health, http_server, stdio_params, stdio_server_of, text_of
 from sophrosyne import __version__
 
-# About two seconds of work for SQLite: long enough to be in flight when SIGTERM comes.
-TWO_SECONDS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) SELECT COUNT(*) FROM c"
+# About a second of work for SQLite: long enough to be in flight when SIGTERM comes.
+ONE_SECOND = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000) SELECT COUNT(*) FROM c"
 QUIET = {"SOPHROSYNE_DIRECTIVES": "none"}
 
 
@@ -66,7 +66,7 @@ def test_health_and_sigterm_draining_a_call_in_flight_over_http(hr: Path) -> Non
             "jsonrpc": "2.0",
             "id": 7,
             "method": "tools/call",
-            "params": {"name": "execute_sql", "arguments": {"sql": TWO_SECONDS}},
+            "params": {"name": "execute_sql", "arguments": {"sql": ONE_SECOND}},
         }
     ).encode()
     with http_server(str(hr), env=QUIET) as (process, port), ThreadPoolExecutor(1) as pool:
@@ -85,7 +85,7 @@ def test_health_and_sigterm_draining_a_call_in_flight_over_http(hr: Path) -> Non
             time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
         body = pending.result(timeout=20)
-        assert '"id":7' in body and "2000000" in body and '"isError":true' not in body
+        assert '"id":7' in body and "1000000" in body and '"isError":true' not in body
         # uvicorn ends by the signal it was sent, once the calls are answered.
         assert process.wait(timeout=15) in (0, -signal.SIGTERM)
 
@@ -94,11 +94,11 @@ def test_sigterm_drains_a_call_in_flight_over_stdio(hr: Path) -> None:
     with connected(stdio_params(str(hr), env=QUIET)) as session:
         session.call("execute_sql", {"sql": "SELECT 1"})
         server = stdio_server_of(os.getpid())
-        pending = session.start("execute_sql", {"sql": TWO_SECONDS})
-        time.sleep(0.5)
+        pending = session.start("execute_sql", {"sql": ONE_SECOND})
+        time.sleep(0.3)
         os.kill(server, signal.SIGTERM)
         result = pending.result(timeout=20)
-        assert not result.is_error and "2000000" in text_of(result)
+        assert not result.is_error and "1000000" in text_of(result)
 
 
 def test_serving_http_beyond_loopback_without_a_policy_warns(hr: Path) -> None:
