@@ -12,9 +12,11 @@ from sophrosyne.environment import Environment
 
 @pytest.fixture(scope="session", autouse=True)
 def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Offline indexes go to a temporary folder, for this process and the servers it spawns."""
+    """Offline indexes go to a temporary folder, for this process and the servers it spawns; PostgreSQL
+    schemas other than a test's own (other tests', on a shared server) are not read unless a test asks."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SOPHROSYNE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        patch.setenv("SOPHROSYNE_SCHEMAS", "search_path")
         yield
 
 

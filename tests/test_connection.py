@@ -202,8 +202,10 @@ def test_row_estimate_without_statistics_is_a_bounded_count(tmp_path: Path) -> N
     database = open_database(path, Settings(exact_count_rows=10))
     try:
         tables = database.catalog().tables
-        assert tables["big"].row_estimate == 11  # "more than 10": never a full COUNT(*)
-        assert tables["small"].row_estimate == 3
+        # "At least 10", never a full COUNT(*), and never a number that looks exact.
+        assert (tables["big"].row_estimate, tables["big"].rows_at_least) == (10, True)
+        assert tables["big"].rows_text == "at least 10 rows"
+        assert (tables["small"].row_estimate, tables["small"].rows_at_least) == (3, False)
     finally:
         database.close()
 

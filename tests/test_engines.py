@@ -64,7 +64,7 @@ def light_path_modules(target: Path) -> dict[str, Any]:
         "env = Environment.open(sys.argv[1])\n"
         "assert env.execute_sql('SELECT 1').rows == [[1]]\n"
         f"print(json.dumps({{'imported': [m for m in {HEAVY!r} if m in sys.modules], "
-        "'catalog_read': env.db._catalog is not None}))\n"
+        "'catalog_read': env.db.catalog_ready}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, check=True)
     result: dict[str, Any] = json.loads(done.stdout)

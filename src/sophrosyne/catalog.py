@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR", "NAME", "ENUM")
 
@@ -47,6 +52,11 @@ class Table:
     row_estimate: int | None = None
     kind: str = "table"  # "table" or "view"
     schema: str | None = None
+    # The name inside its schema, when `name` is qualified ("sales.orders") because the schema is not on
+    # the search path; None when `name` is the name as the database knows it (which may hold a dot).
+    local_name: str | None = None
+    # A bounded count that reached its bound: the table has at least `row_estimate` rows.
+    rows_at_least: bool = False
 
     def column(self, name: str) -> Column | None:
         lowered = name.lower()
@@ -55,6 +65,26 @@ class Table:
     @property
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    @property
+    def identifier(self) -> str:
+        """The table's own name in its schema, as SQL names it (with the schema when `local_name` is set)."""
+        return self.local_name or self.name
+
+    @property
+    def rows_text(self) -> str:
+        """The row estimate as a person reads it: "~1,200 rows", "at least 100,000 rows", "rows unknown"."""
+        if self.row_estimate is None:
+            return "rows unknown"
+        return f"at least {self.row_estimate:,} rows" if self.rows_at_least else f"~{self.row_estimate:,} rows"
+
+
+def table_ref(table: Table) -> exp.Table:
+    """A quoted reference to `table` for generated SQL (with its schema when its name is qualified)."""
+    from sqlglot import exp
+
+    schema = exp.to_identifier(table.schema, quoted=True) if table.local_name and table.schema else None
+    return exp.Table(this=exp.to_identifier(table.identifier, quoted=True), db=schema)
 
 
 @dataclass
@@ -101,21 +131,41 @@ class Catalog:
         return self._groups
 
 
-_SUFFIX = re.compile(r"^(?P<stem>.*?[A-Za-z_])(?P<suffix>\d{2,}(?:_\d+)*)$")
+_DIGITS = re.compile(r"\d+")
+# A date or number at the end, in parts or whole: `_2020_01`, `_20170801`, `-2019-q1` stops at the letter.
+_TRAILING_NUMBER = re.compile(r"\d+(?:[_-]\d+)*$")
 
 
 def group_tables(tables: list[Table], min_size: int = 3) -> list[TableGroup]:
-    """Tables sharing a name stem and the same column list, differing by a numeric (date) suffix."""
+    """Tables with the same columns whose names differ only in their numbers (`ga_sessions_20170801`,
+    `sales_2019_q1`), or, among the rest, only in their last `_` part (`orders_us`, `orders_eu`)."""
+    groups = _grouped(tables, _numbers_masked, min_size)
+    taken = {name for g in groups for name in g.tables}
+    groups += _grouped([t for t in tables if t.name not in taken], _last_part_masked, min_size)
+    return sorted(groups, key=lambda g: g.pattern)
+
+
+def _numbers_masked(name: str) -> str | None:
+    masked = _DIGITS.sub("*", _TRAILING_NUMBER.sub("*", name))
+    return masked if masked != name else None
+
+
+def _last_part_masked(name: str) -> str | None:
+    stem, sep, last = name.rpartition("_")
+    return f"{stem}_*" if sep and stem and last else None
+
+
+def _grouped(tables: list[Table], mask: Callable[[str], str | None], min_size: int) -> list[TableGroup]:
     buckets: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for table in tables:
-        match = _SUFFIX.match(table.name)
-        if not match:
+        pattern = mask(table.name)
+        if pattern is None:
             continue
-        key = (match["stem"], tuple(c.name.lower() for c in table.columns))
+        key = (pattern, tuple(c.name.lower() for c in table.columns))
         buckets.setdefault(key, []).append(table.name)
     return [
-        TableGroup(pattern=f"{stem}*", tables=sorted(names))
-        for (stem, _), names in sorted(buckets.items())
+        TableGroup(pattern=pattern, tables=sorted(names))
+        for (pattern, _), names in buckets.items()
         if len(names) >= min_size
     ]
 

@@ -7,11 +7,21 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from sophrosyne.catalog import Catalog, Column, ForeignKey, Table
+from sophrosyne import deadline
+from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, table_ref
 from sophrosyne.errors import SophrosyneError
 
 if TYPE_CHECKING:
     from sophrosyne.connection import Database
+
+
+# The catalog is read in the background, not within a call: its statements may take longer than a call's
+# timeout (the column list of 20,000 tables takes seconds), though not for ever.
+CATALOG_READ_S = 120.0
+
+
+def read_timeout(db: Database) -> float:
+    return max(db.settings.timeout_s, CATALOG_READ_S)
 
 
 def read_catalog(db: Database) -> Catalog:
@@ -49,7 +59,7 @@ _FK_NAME = re.compile(r'(?:"(.+?)")|([a-z0-9_]+)', re.I)
 
 
 def read_sqlite(db: Database) -> Catalog:
-    with db.session(db.settings.timeout_s) as cursor:
+    with db.session(read_timeout(db)) as cursor:
         cursor.execute(f"SELECT m.name, m.type, m.sql FROM sqlite_master AS m WHERE {_USER_OBJECTS}")
         objects = cursor.fetchall()
         cursor.execute(
@@ -145,35 +155,52 @@ def _fk_names(text: str) -> list[str]:
 
 
 def read_duckdb(db: Database) -> Catalog:
-    where = "WHERE schema_name = current_schema() AND database_name = current_database()"
-    with db.session(db.settings.timeout_s) as cursor:
+    """Every schema of the file: the current one's tables by plain name, the others' as `schema.table`."""
+    where = "WHERE database_name = current_database() AND NOT internal"
+    with db.session(read_timeout(db)) as cursor:
+        cursor.execute("SELECT current_schema()")
+        current = str((cursor.fetchone() or ["main"])[0])
         cursor.execute(
-            f"SELECT table_name, column_name, data_type, is_nullable, comment FROM duckdb_columns() {where} "
-            "ORDER BY table_name, column_index"
+            "SELECT schema_name, table_name, column_name, data_type, is_nullable, comment FROM duckdb_columns() "
+            f"{where} ORDER BY schema_name, table_name, column_index"
         )
         cols = cursor.fetchall()
         cursor.execute(
-            f"SELECT table_name, comment, estimated_size, 'table' FROM duckdb_tables() {where} "
-            f"UNION ALL SELECT view_name, comment, NULL, 'view' FROM duckdb_views() {where} AND NOT internal"
+            f"SELECT schema_name, table_name, comment, estimated_size, 'table' FROM duckdb_tables() {where} "
+            f"UNION ALL SELECT schema_name, view_name, comment, NULL, 'view' FROM duckdb_views() {where}"
         )
         tabs = cursor.fetchall()
         cursor.execute(
-            "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
-            f"referenced_column_names FROM duckdb_constraints() {where} "
+            "SELECT schema_name, table_name, constraint_type, constraint_column_names, referenced_table, "
+            "referenced_column_names FROM duckdb_constraints() WHERE database_name = current_database() "
             "AND constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')"
         )
         cons = cursor.fetchall()
+    wanted = _wanted_schemas(db.settings.schemas)
+
+    def key(schema: str, name: str) -> str:
+        return name if schema == current else f"{schema}.{name}"
+
     tables = {
-        name: Table(name=name, columns=[], description=(comment or "").strip(), row_estimate=size, kind=kind)
-        for name, comment, size, kind in tabs
+        key(schema, name): Table(
+            name=key(schema, name),
+            columns=[],
+            description=(comment or "").strip(),
+            row_estimate=size,
+            kind=kind,
+            schema=None if schema == current else schema,
+            local_name=None if schema == current else name,
+        )
+        for schema, name, comment, size, kind in tabs
+        if schema == current or wanted is None or schema.lower() in wanted
     }
-    for table_name, column, dtype, nullable, comment in cols:
-        if table_name in tables:
-            tables[table_name].columns.append(
+    for schema, table_name, column, dtype, nullable, comment in cols:
+        if (table := tables.get(key(schema, table_name))) is not None:
+            table.columns.append(
                 Column(name=column, type=str(dtype), nullable=bool(nullable), description=(comment or "").strip())
             )
-    for table_name, kind, names, ref_table, ref_names in cons:
-        table = tables.get(table_name)
+    for schema, table_name, kind, names, ref_table, ref_names in cons:
+        table = tables.get(key(schema, table_name))
         if table is None:
             continue
         if kind == "PRIMARY KEY":
@@ -181,36 +208,88 @@ def read_duckdb(db: Database) -> Catalog:
             for column in table.columns:
                 column.primary_key = column.name in names
         elif ref_table:
-            table.foreign_keys.append(ForeignKey(list(names), ref_table, list(ref_names)))
-    return Catalog(tables=dict(sorted(tables.items())), dialect=db.dialect)
+            table.foreign_keys.append(ForeignKey(list(names), key(schema, ref_table), list(ref_names)))
+    return Catalog(tables=dict(sorted(tables.items(), key=_path_first)), dialect=db.dialect)
 
 
 # Server engines -------------------------------------------------------------------------------------------
 
 
 def read_inspected(db: Database) -> Catalog:
-    """Through SQLAlchemy's inspector, which knows each server's catalog views."""
+    """Through SQLAlchemy's inspector, which knows each server's catalog views, schema by schema: the search
+    path's schemas first, their tables by plain name; other readable schemas' tables as `schema.table`."""
     import sqlalchemy as sa
-    from sqlalchemy.engine.reflection import ObjectKind
 
     from sophrosyne.connection import ServerPool
 
     assert isinstance(db.pool, ServerPool)
     inspector = sa.inspect(db.pool.engine)
+    with db.session(read_timeout(db)) as cursor:
+        path, others = db.engine.schemas(cursor)
+    wanted = _wanted_schemas(db.settings.schemas)
+    if wanted is not None:
+        others = [s for s in others if s.lower() in wanted]
+        if "search_path" not in wanted:
+            path = [s for s in path if s is None or s.lower() in wanted]
     tables: dict[str, Table] = {}
-    kinds = {name: "table" for name in inspector.get_table_names()}
-    kinds.update({name: "view" for name in inspector.get_view_names()})
-    columns = inspector.get_multi_columns(kind=ObjectKind.ANY)
-    pks = inspector.get_multi_pk_constraint()
-    fks = inspector.get_multi_foreign_keys()
-    comments = inspector.get_multi_table_comment() if db.pool.engine.dialect.supports_comments else {}
+    keys: dict[tuple[str | None, str], str] = {}  # (schema, name) -> the catalog's name for it
+    for position, schema in enumerate([*path, *others]):
+        deadline.check("reading the schema")
+        _read_schema(db, inspector, schema, position < len(path), tables, keys)
+    # A foreign key names its target by schema and name: the catalog's name for it is known only now.
+    for table in tables.values():
+        for fk in table.foreign_keys:
+            schema, _, name = fk.ref_table.partition("\0")
+            fk.ref_table = keys.get((schema or None, name)) or keys.get((None, name)) or name
+    return Catalog(tables=dict(sorted(tables.items(), key=_path_first)), dialect=db.dialect)
+
+
+def _wanted_schemas(setting: str | None) -> set[str] | None:
+    """The `schemas` setting as a set of lower-cased names (`search_path` for the search path's); None for
+    every readable schema."""
+    if setting is None or setting.strip() == "*":
+        return None
+    return {s.strip().lower() for s in setting.split(",") if s.strip()}
+
+
+def _path_first(item: tuple[str, Table]) -> tuple[bool, str]:
+    return (item[1].local_name is not None, item[0])
+
+
+def _read_schema(
+    db: Database,
+    inspector: Any,
+    schema: str | None,
+    on_path: bool,
+    tables: dict[str, Table],
+    keys: dict[tuple[str | None, str], str],
+) -> None:
+    from sqlalchemy.engine.reflection import ObjectKind
+
+    from sophrosyne.connection import ServerPool
+
+    assert isinstance(db.pool, ServerPool)
+    kinds = {name: "table" for name in inspector.get_table_names(schema=schema)}
+    kinds.update({name: "view" for name in inspector.get_view_names(schema=schema)})
+    if not kinds:
+        return
+    columns = inspector.get_multi_columns(schema=schema, kind=ObjectKind.ANY)
+    pks = inspector.get_multi_pk_constraint(schema=schema)
+    fks = inspector.get_multi_foreign_keys(schema=schema)
+    comments = inspector.get_multi_table_comment(schema=schema) if db.pool.engine.dialect.supports_comments else {}
     for (_, name), cols in columns.items():
         if name not in kinds:
             continue
-        pk_info: dict[str, Any] = dict(pks.get((None, name)) or {})
+        # A table shadowed on the search path by one of the same name is named with its schema.
+        plain = on_path and name not in tables
+        key = name if plain else f"{schema}.{name}"
+        keys[(schema, name)] = key
+        if plain:
+            keys.setdefault((None, name), key)
+        pk_info: dict[str, Any] = dict(pks.get((schema, name)) or {})
         pk = list(pk_info.get("constrained_columns") or [])
-        tables[name] = Table(
-            name=name,
+        tables[key] = Table(
+            name=key,
             columns=[
                 Column(
                     name=c["name"],
@@ -223,14 +302,21 @@ def read_inspected(db: Database) -> Catalog:
             ],
             primary_key=pk,
             foreign_keys=[
-                ForeignKey(list(fk["constrained_columns"]), fk["referred_table"], list(fk["referred_columns"]))
-                for fk in fks.get((None, name), [])
+                ForeignKey(
+                    list(fk["constrained_columns"]),
+                    # Resolved once every schema is read; no schema means one on the search path.
+                    f"{fk.get('referred_schema') or ''}\0{fk['referred_table']}",
+                    list(fk["referred_columns"]),
+                )
+                for fk in fks.get((schema, name), [])
                 if fk.get("referred_table")
             ],
-            description=str(dict(comments.get((None, name)) or {}).get("text") or "").strip(),
+            description=str(dict(comments.get((schema, name)) or {}).get("text") or "").strip(),
             kind=kinds[name],
+            # Plain names resolve on the search path, as before schemas were read: no schema pins them.
+            schema=None if plain else schema,
+            local_name=None if plain else name,
         )
-    return Catalog(tables=dict(sorted(tables.items())), dialect=db.dialect)
 
 
 def _type_name(sa_type: Any) -> str:
@@ -245,22 +331,29 @@ def _type_name(sa_type: Any) -> str:
 
 def _fill_row_estimates(db: Database, catalog: Catalog) -> None:
     """Row estimates from the engine's statistics; a bounded count where there are none, never COUNT(*)."""
-    with db.session(db.settings.timeout_s) as cursor:
+    with db.session(read_timeout(db)) as cursor:
         estimates = db.engine.row_estimates(cursor)
+    bound = db.settings.exact_count_rows
     for table in catalog.tables.values():
         if table.kind != "table":
             continue
-        if table.name in estimates:
-            table.row_estimate = estimates[table.name]
+        known = estimates.get(table.name, estimates.get(f"{table.schema}.{table.identifier}"))
+        if known is not None:
+            table.row_estimate = known
         elif table.row_estimate is None or (db.engine.zero_estimate_unknown and table.row_estimate == 0):
-            table.row_estimate = _bounded_count(db, table.name, db.settings.exact_count_rows)
+            deadline.check("counting rows")
+            counted = _bounded_count(db, table, bound)
+            # Past the bound the count says only "more than": it is shown as "at least".
+            table.rows_at_least = counted is not None and counted > bound
+            table.row_estimate = min(counted, bound) if counted is not None else None
 
 
-def _bounded_count(db: Database, table: str, bound: int) -> int | None:
+def _bounded_count(db: Database, table: Table, bound: int) -> int | None:
     """COUNT over at most `bound`+1 rows: exact for small tables, `bound`+1 means "more than bound"."""
-    quoted = exp.to_identifier(table, quoted=True).sql(dialect=db.dialect)
+    scan = exp.select("1").from_(table_ref(table)).limit(bound + 1).subquery("t")
+    query = exp.select(exp.Count(this=exp.Star())).from_(scan).sql(dialect=db.dialect)
     try:
-        result = db.run(f"SELECT COUNT(*) FROM (SELECT 1 FROM {quoted} LIMIT {bound + 1}) AS t", limit=1)
+        result = db.run(query, limit=1)
     except SophrosyneError:
         return None
     value = result.rows[0][0] if result.rows else None

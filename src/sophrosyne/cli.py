@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from sophrosyne.bench.cli import bench_app
 from sophrosyne.errors import ConfigError
-from sophrosyne.terminal import console, err_console, reported
-
-if TYPE_CHECKING:
-    from sophrosyne.environment import Environment
+from sophrosyne.targets import (
+    DB_HELP,
+    DEMO,
+    ConfigOption,
+    DescriptionsOption,
+    DirectivesOption,
+    JsonOption,
+    PolicyOption,
+    RoleOption,
+    closing_opened,
+    open_env,
+    resolve_db,
+    split_db,
+)
+from sophrosyne.targets import demo_path as demo_path  # where tests and scripts have found it
+from sophrosyne.terminal import console, current_log_level, err_console, reported, set_log_level
 
 # Only typer and rich load at start-up; each command imports what it needs, so `--help` and a small
 # query stay quick (the database drivers, sqlglot and the index are heavy).
@@ -27,53 +38,30 @@ app = typer.Typer(
     add_completion=False,
 )
 
-DEMO = "demo"
-DB_HELP = "Database: a .sqlite/.db/.duckdb path or a SQLAlchemy URL; `demo` (the default) is the embedded HR demo."
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML settings file.", show_default=False)]
-PolicyOption = Annotated[
-    Path | None, typer.Option("--policy", help="TOML policy file: roles, row filters, column rules, tokens.")
-]
-DescriptionsOption = Annotated[Path | None, typer.Option(help="Folder of BIRD-style <table>.csv column descriptions.")]
-RoleOption = Annotated[str | None, typer.Option("--role", help="Role to act as (default: the policy's default role).")]
-DirectivesOption = Annotated[
-    str | None,
-    typer.Option(help="Directive mode: none, directives (default) or oracle.", show_default=False),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+def _show_version(value: bool) -> None:
+    if value:
+        from sophrosyne import __version__
+
+        console.print(f"sophrosyne {__version__}", highlight=False)
+        raise typer.Exit()
 
 
-def demo_path() -> Path:
-    return Path(str(resources.files("sophrosyne") / "data" / "demo.sqlite"))
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="Log level of the messages on stderr: debug, info, warning, error.")
+    ] = "warning",
+) -> None:
+    """A moderated data environment for SQL agents: fine-grained read-only tools over MCP.
 
-
-def resolve_db(target: str | None) -> str:
-    return str(demo_path()) if target in (None, "", DEMO) else str(target)
-
-
-def split_db(args: list[str], needed: int, usage: str) -> tuple[str, list[str]]:
-    """Commands take an optional DB before their own arguments: `[DB] TABLE ...`."""
-    if len(args) == needed:
-        return resolve_db(None), args
-    if len(args) == needed + 1:
-        return resolve_db(args[0]), args[1:]
-    raise typer.BadParameter(f"expected {usage}, got {len(args)} argument(s).")
-
-
-def open_env(
-    db: str,
-    config: Path | None,
-    descriptions: Path | None = None,
-    *,
-    policy: Path | None = None,
-    role: str | None = None,
-    directives: str | None = None,
-    audit_log: Path | None = None,
-) -> Environment:
-    from sophrosyne.environment import Environment
-    from sophrosyne.settings import Settings
-
-    settings = Settings.load(config, policy_file=policy, directives=directives, audit_log=audit_log)
-    return Environment.open(db, settings=settings, descriptions=descriptions, role_name=role)
+    Example: sophrosyne --log-level info serve demo
+    """
+    set_log_level(log_level)
 
 
 @app.command()
@@ -81,6 +69,8 @@ def tables(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
     question: Annotated[str | None, typer.Option(help="A question, to show directives.")] = None,
     knowledge: Annotated[str | None, typer.Option(help="Evidence for the question.")] = None,
+    pattern: Annotated[str | None, typer.Option(help="Only names matching: a glob (sales_*) or a part.")] = None,
+    offset: Annotated[int | None, typer.Option(help="Skip this many entries: the next page.", min=0)] = None,
     directives: DirectivesOption = None,
     descriptions: DescriptionsOption = None,
     config: ConfigOption = None,
@@ -94,14 +84,15 @@ def tables(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives)
-        emit(env.list_tables(question=question, knowledge=knowledge), as_json)
+        emit(env.list_tables(question=question, knowledge=knowledge, pattern=pattern, offset=offset), as_json)
 
 
 @app.command()
 def describe(
     args: Annotated[list[str], typer.Argument(metavar="[DB] TABLE", help="Optional database, then the table.")],
+    offset: Annotated[int | None, typer.Option(help="Skip this many columns: the next page.", min=0)] = None,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -113,9 +104,9 @@ def describe(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (table,) = split_db(args, 1, "[DB] TABLE")
-        emit(open_env(db, config, policy=policy, role=role).describe_table(table), as_json)
+        emit(open_env(db, config, policy=policy, role=role).describe_table(table, offset=offset), as_json)
 
 
 @app.command()
@@ -137,7 +128,7 @@ def values(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (table, column) = split_db(args, 2, "[DB] TABLE COLUMN")
         emit(
             open_env(db, config, policy=policy, role=role).get_distinct_values(
@@ -162,7 +153,7 @@ def find(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (term,) = split_db(args, 1, "[DB] TERM")
         emit(open_env(db, config, policy=policy, role=role).find_rows(term, table=table), as_json)
 
@@ -183,7 +174,7 @@ def search(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (query,) = split_db(args, 1, "[DB] QUERY")
         emit(open_env(db, config, descriptions, policy=policy, role=role).search_schema(query, k=k), as_json)
 
@@ -204,7 +195,7 @@ def sql(
     """
     from sophrosyne.display import emit
 
-    with reported():
+    with reported(), closing_opened():
         db, (statement,) = split_db(args, 1, "[DB] SQL")
         env = open_env(db, config, policy=policy, role=role)
         emit(env.explain_sql(statement) if explain else env.execute_sql(statement, limit=limit), as_json)
@@ -237,7 +228,10 @@ def sources(
             db=None if sources_file else resolve_db(db), sources=sources_file, config=config, policy=policy, role=role
         )
         opened = spec.open()
-        emit(opened.list_sources(dict(opened.environments), question).sources, as_json)
+        try:
+            emit(opened.list_sources(dict(opened.environments), question).sources, as_json)
+        finally:
+            opened.close()
 
 
 @app.command()
@@ -277,6 +271,13 @@ def serve(
     Over stdio the role comes from --role; over HTTP with a policy, each request's bearer token names it.
     On start, the exact client configuration for this way of serving is printed on stderr.
     """
+    import os
+    import sys
+
+    from sophrosyne.handshake import EarlyStdio, snapshot_path
+
+    # Over stdio the handshake is answered at once, before the heavy imports below (see handshake.py).
+    early = None if http else EarlyStdio(snapshot_path(sys.argv[1:]))
     from sophrosyne.client_config import client_configuration, serve_arguments, server_command
     from sophrosyne.mcp_server import ServeSpec, serve_workers
     from sophrosyne.mcp_server import serve as run_server
@@ -284,6 +285,8 @@ def serve(
     with reported():
         if workers > 1 and not http:
             raise ConfigError("--workers needs --http.", hint="Over stdio the agent starts one server itself.")
+        if sources is None and db is None and os.environ.get("SOPHROSYNE_SOURCES"):
+            sources = Path(os.environ["SOPHROSYNE_SOURCES"])  # keeps the sources' location off the command line
         if sources is not None and db is not None:
             raise ConfigError("give a database or --sources, not both.", hint="Add the database to the sources file.")
         spec = ServeSpec(
@@ -299,12 +302,15 @@ def serve(
             audit_log=audit_log,
             allow_python=allow_python,
         )
+        # The server answers at once; each schema is read in the background (a bad target is told on each call).
         opened = spec.open()
+        spec.drain_s = opened.settings.timeout_s + 1
+        for env in opened.environments.values():
+            env.db.start_reading_catalog()
         if allow_python:
             from sophrosyne.agent.python_exec import check_sandbox
 
-            # Refuse to start rather than offer Python less isolated.
-            check_sandbox(next(iter(opened.environments.values())).settings)
+            check_sandbox(opened.settings)  # refuse to start rather than offer Python less isolated
         for name, env in opened.environments.items():
             err_console.print(f"{name}: {env.db.dialect} at {env.db.display_url}", highlight=False, markup=False)
         options: dict[str, str | Path | None] = {
@@ -318,7 +324,9 @@ def serve(
         }
         url = f"http://{host}:{port}/mcp" if http else None
         token = http and any(env.policy is not None for env in opened.environments.values())
-        args = serve_arguments(None if sources is not None else (db or DEMO), options)
+        # A database given in SOPHROSYNE_DATABASE stays there: the printed command would show its password.
+        given = db or (None if os.environ.get("SOPHROSYNE_DATABASE") else DEMO)
+        args = serve_arguments(None if sources is not None else given, options)
         if allow_python:
             args.append("--allow-python")
         err_console.print(
@@ -331,7 +339,15 @@ def serve(
             opened.close()
             serve_workers(spec, workers)
         else:
-            run_server(opened, http=http, host=host, port=port, allow_python=allow_python)
+            run_server(
+                opened,
+                http=http,
+                host=host,
+                port=port,
+                log_level=current_log_level(),
+                early=early,
+                allow_python=allow_python,
+            )
 
 
 @app.command()
@@ -430,7 +446,7 @@ def demo(
     """
     from sophrosyne.demo import run_demo
 
-    with reported():
+    with reported(), closing_opened():
         run_demo(open_env(resolve_db(db), None))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -10,8 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sophrosyne import engines
-from sophrosyne.errors import ConfigError, ConnectionFailed, QueryFailed, QueryTimeout, SophrosyneError
+from sophrosyne import deadline, engines
+from sophrosyne.errors import (
+    CallCancelled,
+    ConfigError,
+    ConnectionFailed,
+    QueryFailed,
+    QueryTimeout,
+    SophrosyneError,
+)
 from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,6 +38,7 @@ _TIMEOUT_MARKERS = (
     "max_statement_time",
     "query execution was interrupted",
 )
+logger = logging.getLogger("sophrosyne.database")
 _CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
 
 
@@ -58,14 +68,16 @@ class Database:
     """One database, reached only through read-only sessions."""
 
     def __init__(self, engine: Engine, pool: Pool, *, name: str, settings: Settings) -> None:
+        from sophrosyne.liveness import LiveCatalog
+
         self.engine = engine
         self.pool = pool
         self.name = name
         self.settings = settings
-        self._catalog: Catalog | None = None
+        self.closed = False
+        self._live = LiveCatalog(self)
         self._index_leads: dict[str, set[str]] | None = None
         self._index_leads_read = False
-        self._lock = threading.Lock()
 
     @property
     def dialect(self) -> str:
@@ -83,13 +95,16 @@ class Database:
         return self.pool.url
 
     def catalog(self) -> Catalog:
-        """The catalog, read once and kept: schema reads are slow on large databases."""
-        with self._lock:
-            if self._catalog is None:
-                from sophrosyne.catalog_reader import read_catalog
+        """The catalog, read in the background and kept current (see liveness.py)."""
+        return self._live.get()
 
-                self._catalog = read_catalog(self)
-            return self._catalog
+    @property
+    def catalog_ready(self) -> bool:
+        return self._live.ready
+
+    def start_reading_catalog(self) -> None:
+        """Read the schema now, in the background, so that the first call finds it ready."""
+        self._live.start()
 
     def index_leads(self) -> dict[str, set[str]] | None:
         """Lower-cased table -> lower-cased first columns of its indexes, read once (for performance hints);
@@ -109,15 +124,27 @@ class Database:
         return self._index_leads
 
     def refresh_catalog(self) -> Catalog:
-        with self._lock:
-            self._catalog = None
-        return self.catalog()
+        return self._live.refresh()
+
+    def file_moved(self) -> bool:
+        """For a file: whether it was replaced since the pool last looked (ConnectionFailed if it is gone)."""
+        check = getattr(self.pool, "replaced", None)
+        return bool(check()) if check is not None else False
+
+    def fingerprint(self, timeout_s: float) -> object:
+        """What identifies the schema now: the file's identity (for a file) and the engine's fingerprint."""
+        with self.session(timeout_s) as cursor:
+            # The pool checked the file as it handed out this connection: its identity is the current one.
+            return (getattr(self.pool, "identity", None), self.engine.schema_fingerprint(cursor))
 
     def run(
         self, sql: str, *, limit: int | None = None, timeout_s: float | None = None, fenced: bool = False
     ) -> QueryResult:
-        """Run one statement in a read-only session; fetch at most `limit` rows. `fenced`: see Engine.session."""
-        timeout = timeout_s if timeout_s is not None else self.settings.timeout_s
+        """Run one statement in a read-only session; fetch at most `limit` rows. `fenced`: see Engine.session.
+
+        The statement gets what is left of the call's deadline, if less than its own timeout."""
+        deadline.check("the statement")
+        timeout = deadline.remaining(timeout_s if timeout_s is not None else self.settings.timeout_s)
         started = time.perf_counter()
         with self.session(timeout, fenced=fenced) as cursor:
             cursor.execute(sql)
@@ -131,21 +158,44 @@ class Database:
                 fetched = cursor.fetchmany(limit + 1)
                 truncated = len(fetched) > limit
                 rows = [tuple(r) for r in fetched[:limit]]
-        return QueryResult(columns, rows, truncated, (time.perf_counter() - started) * 1000)
+        elapsed = (time.perf_counter() - started) * 1000
+        logger.debug("%s: %d rows in %.1f ms: %.200s", self.name, len(rows), elapsed, sql)
+        return QueryResult(columns, rows, truncated, elapsed)
 
     @contextmanager
     def session(self, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         """A cursor inside a read-only transaction with a statement deadline; the engine's errors are translated."""
+        if self.closed:
+            # A background reading (the schema, an index) that outlived its database opens nothing new.
+            raise ConnectionFailed(f"{self.name} was closed.", hint="Open the database again.")
         raw = self.pool.acquire()
+        running = deadline.current()
         try:
-            with self.engine.session(raw, timeout_s, fenced=fenced) as cursor:
-                yield cursor
+            if running is None:
+                with self.engine.session(raw, timeout_s, fenced=fenced) as cursor:
+                    yield cursor
+            else:
+                with (
+                    running.interruptible(lambda: self.engine.interrupt(raw)),
+                    self.engine.session(raw, timeout_s, fenced=fenced) as cursor,
+                ):
+                    yield cursor
         except self.pool.errors as exc:
-            raise _translate(exc, timeout_s) from None
+            if running is not None and running.cancelled:
+                raise CallCancelled("the call was cancelled by its client; its statement was stopped.") from None
+            # The limit the caller knows: the call's, when the statement ran out of the call's time.
+            limit = running.seconds if running is not None and running.expired else timeout_s
+            raise _translate(exc, limit) from None
         finally:
-            self.pool.release(raw)
+            if self.closed:
+                # Closed meanwhile: the connection is shut, not handed back to a pool that is gone.
+                discard = getattr(raw, "invalidate", None) or raw.close
+                discard()
+            else:
+                self.pool.release(raw)
 
     def close(self) -> None:
+        self.closed = True
         self.pool.close()
 
 
@@ -153,7 +203,9 @@ class FilePool:
     """Native connections to one database file, kept for reuse; each serves one thread at a time.
 
     Opening a connection costs little, but SQLite parses the schema again on each new one, which adds up on
-    large schemas; a few idle connections are kept, and more are opened when threads need them.
+    large schemas; a few idle connections are kept, and more are opened when threads need them. The path
+    is checked at each hand-out: a file replaced under it is opened anew, a removed one is an error until
+    it is back.
     """
 
     keep = 4
@@ -165,29 +217,92 @@ class FilePool:
         self.url = f"{engine.name}:///{path}"
         self.errors: tuple[type[Exception], ...] = (engine.error(),)
         self._idle: list[Any] = []
+        self._opened: dict[int, object] = {}  # id of a connection -> identity of the file it opened
         self._lock = threading.Lock()
+        self.identity: object = self._stat()
+
+    def _stat(self) -> object:
+        """The file's identity (device and inode): a file replaced under the same path has another."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise ConnectionFailed(
+                f"the database file {self.path} is gone (removed or moved while being served).",
+                hint="Put the file back, or serve its new path; calls work again as soon as it is there.",
+            ) from None
+        except OSError as exc:
+            raise ConnectionFailed(f"cannot read {self.path}: {exc.strerror}.", hint="Check the file.") from None
+        return (st.st_dev, st.st_ino)
+
+    def replaced(self) -> bool:
+        """Whether the path now holds another file than the connections opened (raises if it holds none)."""
+        return self._stat() != self.identity
 
     def acquire(self) -> Any:
+        # A connection keeps reading the file it opened even once that file is replaced or removed: check
+        # the path first, and open the file there now rather than serve the old one.
+        identity = self._stat()
+        stale: list[Any] = []
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
+            if identity != self.identity:
+                stale, self._idle = self._idle, []
+                self.identity = identity
+            raw = self._idle.pop() if self._idle else None
+        for old in stale:
+            self._close(old)
+        if raw is not None:
+            return raw
+        raw = self.open()
+        with self._lock:
+            self._opened[id(raw)] = identity
+        return raw
+
+    def open(self) -> Any:
+        """A new connection, checked by reading the file, with the reason in plain words when it fails."""
         try:
-            return self.engine.connect(self.path)
+            raw = self.engine.connect(self.path)
+            self.engine.probe(raw)
+            return raw
         except self.errors as exc:
-            raise ConnectionFailed(f"cannot open {self.path}: {_first_line(exc)}", hint="Check the file.") from None
+            raise open_failure(self.path, _first_line(exc)) from None
 
     def release(self, raw: Any) -> None:
         with self._lock:
-            if len(self._idle) < self.keep:
+            current = self._opened.get(id(raw)) == self.identity
+            if current and len(self._idle) < self.keep:
                 self._idle.append(raw)
                 return
+        self._close(raw)
+
+    def _close(self, raw: Any) -> None:
+        with self._lock:
+            self._opened.pop(id(raw), None)
         raw.close()
 
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
         for raw in idle:
-            raw.close()
+            self._close(raw)
+
+
+def open_failure(path: Path, message: str) -> ConnectionFailed:
+    """Why a database file could not be opened, in words a user acts on (the driver's words after)."""
+    lowered = message.lower()
+    kind = "SQLite or DuckDB"
+    if "not a database" in lowered or "not a valid duckdb" in lowered or "invalid" in lowered:
+        return ConnectionFailed(
+            f"{path} is not a {kind} database ({message}).",
+            hint="Give a .sqlite/.db/.duckdb database file, or a URL such as postgresql://user@host/db.",
+        )
+    if "locked" in lowered or "lock on file" in lowered:
+        return ConnectionFailed(
+            f"{path} is locked by another process ({message}).",
+            hint="Wait for the process writing to it to finish, or serve a copy of the file.",
+        )
+    if not os.access(path, os.R_OK):
+        return ConnectionFailed(f"cannot read {path}: permission denied.", hint="Give the server read access.")
+    return ConnectionFailed(f"cannot open {path}: {message}", hint="Check the file.")
 
 
 class ServerPool:
@@ -217,12 +332,30 @@ class ServerPool:
         self.engine.dispose()
 
 
-def open_database(target: str | Path, settings: Settings | None = None, *, name: str | None = None) -> Database:
-    """Open a database from a SQLAlchemy URL or a path to a .sqlite/.db/.duckdb file, read-only."""
+DEMO = "demo"
+
+
+def demo_path() -> Path:
+    """The embedded HR demo database."""
+    from importlib import resources
+
+    return Path(str(resources.files("sophrosyne") / "data" / "demo.sqlite"))
+
+
+def open_database(
+    target: str | Path, settings: Settings | None = None, *, name: str | None = None, probe: bool = True
+) -> Database:
+    """Open a database from a SQLAlchemy URL, a path to a .sqlite/.db/.duckdb file, or `demo`, read-only.
+
+    A path is opened exactly as given (`#`, `?` and spaces are part of the name). With `probe` a first
+    connection is made now, so a bad target fails here with its reason; a server skips it and reports the
+    reason on each call until the target works (a file locked at start-up, a server still starting)."""
     settings = settings or Settings()
     text = str(target)
+    if text == DEMO:
+        return _open_file(str(demo_path()), settings, name or DEMO, probe)
     if "://" not in text:
-        return _open_file(text, settings, name)
+        return _open_file(text, settings, name, probe)
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -240,11 +373,11 @@ def open_database(target: str | Path, settings: Settings | None = None, *, name:
     if not isinstance(engine, engines.ServerEngine):
         if not url.database or url.database == ":memory:":
             raise ConfigError(f"`{text}` names no database file.", hint=f"Give the file, as in {backend}:///hr.db.")
-        return _open_file(url.database, settings, name)
-    return _open_server(engine, url, settings, name)
+        return _open_file(url.database, settings, name, probe)
+    return _open_server(engine, url, settings, name, probe)
 
 
-def _open_file(text: str, settings: Settings, name: str | None) -> Database:
+def _open_file(text: str, settings: Settings, name: str | None, probe: bool) -> Database:
     path = Path(text).expanduser()
     engine = engines.for_file(path)
     if engine is None:
@@ -252,12 +385,17 @@ def _open_file(text: str, settings: Settings, name: str | None) -> Database:
             f"`{text}` is neither a SQLAlchemy URL nor a {', '.join(engines.file_suffixes())} file.",
             hint="Give a file path, or a URL such as postgresql://user@host/db or mysql://root@host/db.",
         )
-    if not path.is_file():
+    if path.is_dir():
+        raise ConfigError(f"`{text}` is a folder, not a database file.", hint="Give the database file in it.")
+    if not path.exists():
         raise ConfigError(f"database file `{text}` does not exist.", hint="Check the path.")
-    return Database(engine, FilePool(engine, path.resolve()), name=name or path.stem, settings=settings)
+    pool = FilePool(engine, path.resolve())
+    if probe:
+        pool.release(pool.acquire())
+    return Database(engine, pool, name=name or path.stem, settings=settings)
 
 
-def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str | None) -> Database:
+def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str | None, probe: bool) -> Database:
     import sqlalchemy as sa
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -265,9 +403,10 @@ def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str |
     try:
         sa_engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     except (ArgumentError, NoSuchModuleError) as exc:
-        raise ConfigError(f"cannot open `{url.render_as_string()}`: {exc}") from None
+        raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
     pool = ServerPool(sa_engine)
-    pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
+    if probe:
+        pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
     return Database(engine, pool, name=name or (url.database or url.get_backend_name()), settings=settings)
 
 

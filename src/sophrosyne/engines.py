@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 __all__ = ["ENGINES", "Cursor", "DuckDB", "Engine", "FileEngine", "MySQL", "PostgreSQL", "SQLite", "ServerEngine"]
 
 Row = Sequence[Any]
+# Seconds a server connection may take to open before the server is called unreachable.
+CONNECT_TIMEOUT_S = 5
+# Seconds a new SQLite connection waits for a writer's lock before the file is called locked.
+OPEN_WAIT_S = 1.0
 
 
 class Cursor(Protocol):
@@ -93,6 +97,9 @@ class Engine:
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
         yield  # pragma: no cover - makes this a generator
 
+    def interrupt(self, raw: Any) -> None:
+        """Stop the statement running on connection `raw` (called from another thread); by default, nothing."""
+
     def read_plan(self, columns: list[str], rows: Sequence[Row]) -> tuple[list[str], set[str]]:
         """The plan as lines of text, and the (lower-cased) tables it reads whole."""
         lines = [" ".join(str(v) for v in row if v is not None) for row in rows]
@@ -107,6 +114,14 @@ class Engine:
     def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
         """(table, column) for the first column of every index, primary keys included: the columns an
         equality or range can seek on. None where unknown (DuckDB scans by zone maps): no index hints there."""
+        return None
+
+    def schemas(self, cursor: Cursor) -> tuple[list[str | None], list[str]]:
+        """The schemas on the search path (their tables go by plain name), then the other readable ones."""
+        return [None], []
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        """Something cheap to read that changes whenever a table or column is added, dropped or changed."""
         return None
 
     def read_tables(self, db: Database) -> Catalog:
@@ -129,6 +144,9 @@ class FileEngine(Engine):
         """The driver's base error class."""
         raise NotImplementedError
 
+    def probe(self, raw: Any) -> None:
+        """Read something from a new connection, so a file that is no database fails here, not later."""
+
 
 class ServerEngine(Engine):
     """An engine behind a URL, reached through SQLAlchemy's URL parsing, pool and inspector."""
@@ -136,12 +154,18 @@ class ServerEngine(Engine):
     # The DB-API driver used, and the driver names of a URL that are replaced by it.
     driver: ClassVar[str] = ""
     replaced_drivers: ClassVar[tuple[str, ...]] = ()
+    # URL schemes SQLAlchemy knows by another name (`postgres://`, as Heroku and libpq write it).
+    backend_names: ClassVar[dict[str, str]] = {}
     reads_file_names = False
 
     def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
         """The URL to connect with (the driver chosen) and the driver's connect arguments."""
-        if url.get_driver_name() in self.replaced_drivers:
-            url = url.set(drivername=f"{url.get_backend_name()}+{self.driver}")
+        scheme, _, driver = url.drivername.partition("+")
+        backend = self.backend_names.get(scheme.lower(), scheme)
+        if not driver or driver in self.replaced_drivers:
+            driver = self.driver
+        if f"{backend}+{driver}" != url.drivername:
+            url = url.set(drivername=f"{backend}+{driver}")
         return url, {}
 
     def read_tables(self, db: Database) -> Catalog:
@@ -166,7 +190,8 @@ class SQLite(FileEngine):
 
     def connect(self, path: Path) -> Any:
         # mode=ro makes SQLite itself refuse writes; query_only is a second lock on the same door.
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        # A file locked by a writer is waited for briefly on opening; a session waits as long as its deadline.
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=OPEN_WAIT_S)
         conn.execute("PRAGMA query_only = 1")
         # ATTACH and VACUUM INTO create files even on a read-only connection: allow no attached database.
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
@@ -180,10 +205,17 @@ class SQLite(FileEngine):
     def error(self) -> type[Exception]:
         return sqlite3.Error
 
+    def interrupt(self, raw: Any) -> None:
+        raw.interrupt()  # thread-safe: the running statement ends with "interrupted"
+
+    def probe(self, raw: Any) -> None:
+        raw.execute("PRAGMA schema_version").fetchone()  # reads the header: "file is not a database"
+
     @contextmanager
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         deadline = time.monotonic() + timeout_s
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+        raw.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
         cursor = raw.cursor()
         try:
             yield cursor
@@ -217,6 +249,10 @@ class SQLite(FileEngine):
         )
         return leads + [(str(t), str(c)) for t, c in cursor.fetchall()]
 
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute("PRAGMA schema_version")  # bumped by SQLite on every schema change
+        return tuple(cursor.fetchone() or ())
+
     def read_tables(self, db: Database) -> Catalog:
         return catalog_reader.read_sqlite(db)
 
@@ -238,12 +274,23 @@ class DuckDB(FileEngine):
             "enable_external_access": False,
             "python_enable_replacements": False,
         }
-        return duckdb.connect(str(path), read_only=True, config=config)
+        if "?" not in str(path):
+            return duckdb.connect(str(path), read_only=True, config=config)
+        # DuckDB names the write-ahead log of `a?b` as `a.wal?b`, a path outside the database, which it may
+        # not open without external access: the access is closed right after opening (and cannot be opened
+        # again while the database runs), before any statement.
+        del config["enable_external_access"]
+        conn = duckdb.connect(str(path), read_only=True, config=config)
+        conn.execute("SET enable_external_access = false")
+        return conn
 
     def error(self) -> type[Exception]:
         import duckdb
 
         return duckdb.Error
+
+    def interrupt(self, raw: Any) -> None:
+        raw.interrupt()
 
     @contextmanager
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
@@ -270,6 +317,13 @@ class DuckDB(FileEngine):
             scanned = {m.split(".")[-1].lower() for m in re.findall(r"Table: ([^\s│]+)", text)}
         return lines, scanned
 
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute(
+            "SELECT count(*), sum(hash(schema_name || '.' || table_name || '.' || column_name || ':' || data_type)) "
+            "FROM duckdb_columns() WHERE database_name = current_database()"
+        )
+        return tuple(cursor.fetchone() or ())
+
     def read_tables(self, db: Database) -> Catalog:
         # Row estimates come with the tables: DuckDB keeps them in its own catalog.
         return catalog_reader.read_duckdb(db)
@@ -280,6 +334,7 @@ class PostgreSQL(ServerEngine):
     aliases = ("postgresql",)
     driver = "psycopg"
     replaced_drivers = ("psycopg2", "postgresql")
+    backend_names: ClassVar[dict[str, str]] = {"postgres": "postgresql"}
     default_schema = "public"
     recursive_ctes_see_later_siblings = True
     fence_materialized = True
@@ -294,6 +349,8 @@ class PostgreSQL(ServerEngine):
         given = url.query.get("options")
         extra = given if isinstance(given, str) else " ".join(given or ())
         connect_args["options"] = f"{extra} -c default_transaction_read_only=on".strip()
+        if "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S  # an unreachable host fails in seconds
         return url.difference_update_query(["options"]), connect_args
 
     @contextmanager
@@ -315,10 +372,16 @@ class PostgreSQL(ServerEngine):
             cursor.close()
             raw.rollback()
 
+    def interrupt(self, raw: Any) -> None:
+        # The server's own cancel request, on a connection of its own: the session's stays busy meanwhile.
+        raw.driver_connection.cancel_safe(timeout=3.0)
+
     def row_estimates(self, cursor: Cursor) -> dict[str, int]:
+        # Tables of the current schema by name, the others as schema.name (as the catalog names them).
         cursor.execute(
-            "SELECT c.relname, c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')"
+            "SELECT CASE WHEN n.nspname = current_schema() THEN c.relname ELSE n.nspname || '.' || c.relname END, "
+            "c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            f"WHERE {_PG_USER_SCHEMAS} AND c.relkind IN ('r', 'p', 'm')"
         )
         return {name: int(n) for name, n in cursor.fetchall() if n is not None and n >= 0}
 
@@ -330,6 +393,28 @@ class PostgreSQL(ServerEngine):
             "WHERE n.nspname = current_schema()"
         )
         return [(str(t), str(c)) for t, c in cursor.fetchall()]
+
+    def schemas(self, cursor: Cursor) -> tuple[list[str | None], list[str]]:
+        cursor.execute("SELECT current_schemas(false)")
+        row = cursor.fetchone()
+        path: list[str | None] = list(row[0]) if row and row[0] else []
+        cursor.execute(
+            f"SELECT n.nspname FROM pg_namespace n WHERE {_PG_USER_SCHEMAS} "
+            "AND has_schema_privilege(n.oid, 'USAGE') ORDER BY n.nspname"
+        )
+        return path, [name for (name,) in cursor.fetchall() if name not in path]
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        # One pass over the columns of user tables: a new, dropped or renamed table or column, or a changed
+        # type, changes the sum; statistics and data do not.
+        cursor.execute(
+            "SELECT count(*), sum(hashtext(n.nspname || '.' || c.relname || '.' || a.attname || ':' "
+            "|| a.atttypid::text)) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            f"WHERE {_PG_USER_SCHEMAS} AND a.attnum > 0 AND NOT a.attisdropped "
+            "AND c.relkind IN ('r', 'v', 'm', 'p', 'f')"
+        )
+        return tuple(cursor.fetchone() or ())
 
 
 class MySQL(ServerEngine):
@@ -344,6 +429,12 @@ class MySQL(ServerEngine):
     joins_fences_in_written_order = True
     names_columns_by_text = True
     zero_estimate_unknown = True
+
+    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
+        url, connect_args = super().prepare_url(url)
+        if "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+        return url, connect_args
 
     @contextmanager
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
@@ -373,6 +464,20 @@ class MySQL(ServerEngine):
             finally:
                 cursor.close()
 
+    def interrupt(self, raw: Any) -> None:
+        import pymysql
+
+        # MySQL stops a statement only when asked from another connection, by the thread id of the first.
+        busy = raw.driver_connection
+        killer = pymysql.connect(
+            host=busy.host, port=busy.port, user=busy.user, password=busy.password, connect_timeout=3
+        )
+        try:
+            with killer.cursor() as cursor:
+                cursor.execute(f"KILL QUERY {int(busy.thread_id())}")
+        finally:
+            killer.close()
+
     def read_plan(self, columns: list[str], rows: Sequence[Row]) -> tuple[list[str], set[str]]:
         lines, scanned = super().read_plan(columns, rows)
         if "table" in columns and "type" in columns:
@@ -391,6 +496,16 @@ class MySQL(ServerEngine):
         )
         return [(str(t), str(c)) for t, c in cursor.fetchall()]
 
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute(
+            "SELECT COUNT(*), SUM(CRC32(CONCAT_WS('.', table_name, column_name, column_type))) "
+            "FROM information_schema.columns WHERE table_schema = DATABASE()"
+        )
+        return tuple(cursor.fetchone() or ())
+
+
+# The schemas of PostgreSQL's own catalogs; every other schema holds user tables.
+_PG_USER_SCHEMAS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
 
 ENGINES: tuple[Engine, ...] = (SQLite(), DuckDB(), PostgreSQL(), MySQL())
 _NAMED = {name: engine for engine in ENGINES for name in (engine.name, *engine.aliases)}

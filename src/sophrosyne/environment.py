@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-import time
-from collections import Counter
+import logging
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from sophrosyne import guard
+from sophrosyne import describing, guard, listing
+from sophrosyne.arguments import MAX_FOUND_ROWS, MAX_HITS, MAX_SQL_CHARS, MAX_VALUES, count, not_too_long
 from sophrosyne.audit import note_statement
-from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions
+from sophrosyne.budget import fit
+from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions, table_ref
 from sophrosyne.connection import Database, QueryResult, open_database
-from sophrosyne.errors import ConfigError, InvalidArgument, QueryFailed, QueryTimeout
-from sophrosyne.grounding import Grounder, ValueCache, contains, table_ref
+from sophrosyne.deadline import bounded_call
+from sophrosyne.errors import ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout, RejectedSQL
+from sophrosyne.grounding import Grounder, ValueCache, contains
 from sophrosyne.hints import query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
-    CHARS_PER_TOKEN,
-    ColumnInfo,
     DistinctValues,
     FoundRows,
     QueryOutput,
@@ -43,7 +44,10 @@ from sophrosyne.settings import Settings
 if TYPE_CHECKING:
     from sophrosyne.moderation import Moderator
 
+logger = logging.getLogger("sophrosyne.environment")
 LARGE_TABLE_ROWS = 100_000
+# Below this much time left in a call, no new statement is started (it could not finish).
+MIN_STATEMENT_S = 0.05
 
 
 class Environment:
@@ -67,7 +71,7 @@ class Environment:
         self._moderator: Moderator | None = None
         self._grounder: Grounder | None = None
         self._role_envs: dict[str, Environment] = {}
-        self._full_catalog: Catalog | None = None
+        self._seen: Catalog | None = None  # the database's catalog this environment last derived from
         self._catalog: Catalog | None = None
 
     @classmethod
@@ -80,10 +84,13 @@ class Environment:
         role_name: str | None = None,
         descriptions: Path | None = None,
         name: str | None = None,
+        probe: bool = True,
     ) -> Environment:
-        """Open a database (URL, file path, or `demo`) read-only and wrap it, as the policy's role when one is set.
+        """Open a database (URL, file path or `demo`) read-only and wrap it, as the policy's role when one is set.
 
-        `name` is the source's name (default: the file's stem or the URL's database)."""
+        `name` is the source's name (default: the file's stem or the URL's database). With `probe` (the
+        default) the database is reached and its schema read now, so that a bad target or policy fails here; a
+        server passes False, starts at once, and reads the schema in the background."""
         settings = settings or Settings()
         if str(target) == "demo":  # the embedded HR database, as on the command line
             from importlib import resources
@@ -96,10 +103,11 @@ class Environment:
             raise ConfigError(
                 f"--role {role_name} needs a policy file.", hint="Pass --policy FILE or set SOPHROSYNE_POLICY_FILE."
             )
-        env = cls(open_database(target, settings, name=name), settings=settings, role=role, descriptions=descriptions)
+        database = open_database(target, settings, name=name, probe=probe)
+        env = cls(database, settings=settings, role=role, descriptions=descriptions)
         env.policy = policy
-        if policy is not None:
-            policy.check(env.full_catalog)
+        if probe and policy is not None:
+            _ = env.full_catalog  # checks the policy against the schema
         return env
 
     def for_role(self, role: Role) -> Environment:
@@ -111,7 +119,6 @@ class Environment:
             env = Environment(
                 self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
             )
-            env._full_catalog = self.full_catalog
             env.policy = self.policy
             self._role_envs[role.name] = env
         return env
@@ -122,22 +129,32 @@ class Environment:
 
     @property
     def full_catalog(self) -> Catalog:
-        if self._full_catalog is None:
-            catalog = self.db.catalog()
+        """The database's catalog, current (see liveness.py): what this environment derives is redone when
+        the schema changes."""
+        catalog = self.db.catalog()
+        if catalog is not self._seen:
             if self.descriptions is not None:
                 load_bird_descriptions(catalog, self.descriptions)
-            self._full_catalog = catalog
-        return self._full_catalog
+            if self.policy is not None:
+                self.policy.check(catalog)
+            changed = self._seen is not None
+            self._seen, self._catalog, self._moderator = catalog, None, None
+            if changed and self.settings.directives == "directives":
+                # The schema changed under a running server: its indexes are rebuilt now, not at the next question.
+                threading.Thread(target=self._warm_moderator, name="sophrosyne-rewarm", daemon=True).start()
+        return catalog
 
     @property
     def catalog(self) -> Catalog:
         """The catalog as this role sees it."""
+        full = self.full_catalog
         if self._catalog is None:
-            self._catalog = self.role.restrict(self.full_catalog)
+            self._catalog = self.role.restrict(full)
         return self._catalog
 
     # -- tools -------------------------------------------------------------------------------------------
 
+    @bounded_call
     def list_sources(self) -> list[SourceInfo]:
         return [
             SourceInfo(
@@ -148,93 +165,79 @@ class Environment:
             )
         ]
 
-    def list_tables(self, question: str | None = None, knowledge: str | None = None) -> TableList:
-        """Tables with a one-line description, row estimate and join keys; same-shape groups shown once."""
-        catalog = self.catalog
-        groups = catalog.groups()
-        grouped = {name for g in groups for name in g.tables[1:]}
-        group_info = [
-            TableGroupInfo(
-                pattern=g.pattern,
-                count=len(g.tables),
-                first=g.tables[0],
-                last=g.tables[-1],
-                columns=len(catalog.tables[g.tables[0]].columns),
-            )
-            for g in groups
-        ]
-        # The budget is applied while building, so a 10,000-table schema costs what the response holds.
-        budget = self.settings.token_budget * CHARS_PER_TOKEN
-        listed = [t for t in catalog.tables.values() if t.name not in grouped]
-        shown: list[TableSummary] = []
-        used = 0
-        inferred = self._inferred_joins()
-        for t in listed:
-            keys = [_join_key(fk) for fk in [*t.foreign_keys, *inferred.get(t.name, [])]]
-            description = one_line(t.description)
-            used += len(t.name) + len(description) + 40 + sum(len(k) for k in keys)
-            if used > budget and shown:
-                break
-            shown.append(
-                TableSummary(
-                    name=t.name, kind=t.kind, description=description, row_estimate=t.row_estimate, join_keys=keys
-                )
-            )
-        cut = None
-        if len(shown) < len(listed):
-            cut = cut_note(len(shown), len(listed), "tables", "token budget") + (
-                " Use search_schema to find the columns you need."
-            )
-        directives, note = self.moderator.directives(question, knowledge)
-        return TableList(
-            source=self.db.name, tables=shown, groups=group_info, directives=directives, directive_note=note, cut=cut
-        )
+    @bounded_call
+    def list_tables(
+        self,
+        question: str | None = None,
+        knowledge: str | None = None,
+        pattern: str | None = None,
+        offset: int | None = None,
+    ) -> TableList:
+        """Tables with a one-line description, row estimate and join keys; same-shape groups shown once.
 
-    def describe_table(self, table: str) -> TableDescription:
-        """Columns with type, keys, description, null share and real sample values; foreign keys both ways."""
+        On a large schema the listing is paged to fit the token budget (`offset` for the next page, `pattern`
+        to filter names: a glob such as `sales_*` or a part of a name); with a question, directives too."""
+        catalog = self.catalog
+        budget = self.settings.token_budget
+        base = TableList(source=shorten(self.db.name, 80), tables=[])
+        question, knowledge, cut_inputs = self._cut_inputs(question, knowledge)
+        try:
+            base.directives, base.directive_note = self.moderator.directives(question, knowledge)
+        except (NotReady, QueryTimeout) as exc:
+            base.directive_note = f"No directives this time: {exc.message} {exc.hint or ''}".strip()
+        base.directive_note = " ".join(x for x in (cut_inputs, base.directive_note) if x) or None
+        if base.directives:
+            # Directives take at most part of the budget, so that the tables are listed too.
+            listing.cut_directives(base, budget * 2 // 5)
+
+        def build(tables: list[TableSummary], groups: list[TableGroupInfo]) -> TableList:
+            return base.model_copy(update={"tables": tables, "groups": groups})
+
+        page = listing.page(
+            catalog, build, pattern=pattern, offset=offset or 0, budget=budget, inferred=self._inferred_joins()
+        )
+        return fit(page, budget)
+
+    def _cut_inputs(self, question: str | None, knowledge: str | None) -> tuple[str | None, str | None, str | None]:
+        """A question and knowledge cut to the lengths directives read (their work grows with the text)."""
+        notes = []
+        limits = (
+            ("question", question, self.settings.question_chars),
+            ("knowledge", knowledge, self.settings.knowledge_chars),
+        )
+        kept: list[str | None] = []
+        for what, text, most in limits:
+            if text is not None and len(text) > most:
+                notes.append(f"the {what} was cut to its first {most:,} of {len(text):,} characters for directives.")
+                text = shorten(text, most, at_word=True)
+            kept.append(text)
+        joined = " ".join(notes)
+        return kept[0], kept[1], (joined[:1].upper() + joined[1:]) or None
+
+    @bounded_call
+    def describe_table(self, table: str, offset: int | None = None) -> TableDescription:
+        """Columns with type, keys, description, null share and real sample values; foreign keys both ways.
+
+        A table too wide for the token budget is shown in pages of columns (`offset` for the next page)."""
         t = self._table(table)
+        start = offset or 0
+        if start < 0:
+            raise InvalidArgument(f"`offset` must be 0 or more, not {start}.", hint="Leave it out to start at the top.")
         limit = self.settings.sample_rows
         result = self._query(_select_all(t, self.dialect, limit), limit=limit)
-        index = {c.lower(): i for i, c in enumerate(result.columns)}
-        by_column = list(zip(*result.rows, strict=True)) if result.rows else []
         inferred = self._inferred_joins()
         own = [*t.foreign_keys, *inferred.get(t.name, [])]
-        fk_of = {col.lower(): fk for fk in reversed(own) for col in fk.columns}
-        columns = []
-        for c in t.columns:
-            i = index.get(c.name.lower())
-            values = by_column[i] if i is not None and by_column else ()
-            nulls = values.count(None)
-            counts = Counter(values)
-            counts.pop(None, None)
-            samples = [cell(v, self.settings.value_chars) for v, _ in counts.most_common(self.settings.sample_values)]
-            key = "PK" if c.primary_key else None
-            fk = fk_of.get(c.name.lower())
-            if fk is not None:
-                target = (
-                    f"FK -> {fk.ref_table}.{fk.ref_columns[fk.columns.index(c.name)] if c.name in fk.columns else ''}"
-                    + (f" (inferred, {fk.confidence:.2f})" if fk.inferred else "")
-                )
-                key = f"{key}, {target}" if key else target
-            desc = "; ".join(p for p in (c.readable_name, c.description, c.value_description) if p)
-            columns.append(
-                ColumnInfo(
-                    name=c.name,
-                    type=c.type,
-                    key=key,
-                    nullable=c.nullable,
-                    description=shorten(desc, 200),
-                    null_share=round(nulls / len(values), 3) if values else None,
-                    samples=samples,
-                )
-            )
-        return TableDescription(
+        columns = describing.column_infos(
+            t, start, result.columns, result.rows, self.settings.sample_values, self.settings.value_chars, own
+        )
+        described = TableDescription(
             table=t.name,
             kind=t.kind,
             description=one_line(t.description),
             row_estimate=t.row_estimate,
+            rows_at_least=t.rows_at_least,
             columns=columns,
-            references=[_join_key(fk) for fk in own],
+            references=[listing.join_key(fk) for fk in own],
             referenced_by=[
                 f"{name}.{', '.join(fk.columns)} -> {', '.join(fk.ref_columns)}"
                 + (f" (inferred, {fk.confidence:.2f})" if fk.inferred else "")
@@ -246,16 +249,24 @@ class Environment:
             sampled_rows=len(result.rows),
             reminder=self.moderator.reminder([t.name]),
         )
+        return describing.paged(described, start, len(t.columns), self.settings.token_budget)
 
+    @bounded_call
     def get_distinct_values(
         self, table: str, column: str, search: str | None = None, limit: int | None = None
     ) -> DistinctValues:
-        """Distinct values with counts; with `search`, values holding it first, then fuzzy matches."""
+        """Distinct values with counts; with `search`, an exact match (case and spaces aside) alone, else values
+        holding it, then fuzzy neighbours, each with its match kind."""
         t = self._table(table)
         c = self._column(t, column)
-        limit = _count(limit, "limit", self.settings.distinct_limit, 1000)
+        if search is not None:
+            not_too_long(search, "search")
+        most, capped = count(limit, "limit", self.settings.distinct_limit, MAX_VALUES)
         # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
-        return self.grounder.distinct_values(t, c, t.row_estimate, search, limit)
+        result = self.grounder.distinct_values(t, c, t.row_estimate, search, most, more=limit is not None)
+        if capped:
+            result.note = " ".join(x for x in (capped, result.note) if x)
+        return fit(result, self.settings.token_budget)
 
     @property
     def grounder(self) -> Grounder:
@@ -265,19 +276,23 @@ class Environment:
             )
         return self._grounder
 
+    @bounded_call
     def find_rows(
         self, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None
     ) -> FoundRows:
         """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
         if not term.strip():
             raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
-        limit = _count(limit, "limit", self.settings.find_rows_limit, 500)
+        not_too_long(term, "term")
+        limit, capped = count(limit, "limit", self.settings.find_rows_limit, MAX_FOUND_ROWS)
         tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
-        deadline = time.monotonic() + self.settings.timeout_s
         matches: list[TableRows] = []
+        refused: list[str] = []
         searched = 0
+        stopped = False
         for t in tables:
-            if time.monotonic() > deadline:
+            if _deadline_near():
+                stopped = True
                 break
             names = (
                 [self._column(t, c).name for c in columns]
@@ -288,20 +303,20 @@ class Environment:
                 names = [c.name for c in t.columns if c.name.lower() in {x.lower() for x in columns}]
             if not names:
                 continue
-            searched += 1
             types = {c.name: c.type for c in t.columns}
             condition = exp.or_(
                 *(contains(self.db.engine, exp.column(n, quoted=True), types.get(n, ""), term) for n in names)
             )
-            query = exp.select("*").from_(table_ref(t.name)).where(condition).limit(limit)
+            query = exp.select("*").from_(table_ref(t)).where(condition).limit(limit)
             try:
-                result = self._query(
-                    query.sql(dialect=self.dialect),
-                    limit=limit,
-                    timeout_s=max(0.05, deadline - time.monotonic()),
-                )
+                result = self._query(query.sql(dialect=self.dialect), limit=limit)
             except QueryTimeout:
+                stopped = True
                 break
+            except RejectedSQL:
+                refused.append(t.name)  # a name the guard reads as a file on this engine: told, not fatal
+                continue
+            searched += 1
             if not result.rows:
                 continue
             rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
@@ -312,18 +327,21 @@ class Environment:
             )
             matches.append(TableRows(table=t.name, columns=result.columns, rows=rows, matched_columns=matched))
         cut = None
-        if searched < len(tables) and time.monotonic() > deadline:
-            cut = f"cut: stopped after {self.settings.timeout_s:g} s; {len(tables) - searched} tables not searched."
-        budget = self.settings.token_budget
-        for m in matches:
-            m.rows, was_cut = fit_rows(m.columns, m.rows, budget // max(1, len(matches)))
-            if was_cut:
-                cut = (cut or "") + f" rows of {m.table} cut to fit the token budget."
-        return FoundRows(term=term, matches=matches, searched_tables=searched, cut=(cut or "").strip() or None)
+        if stopped:
+            cut = (
+                f"cut: stopped at the {self.settings.timeout_s:g} s time limit; {len(tables) - searched} of "
+                f"{len(tables)} tables not searched: pass table= to search one."
+            )
+        if refused:
+            shown = ", ".join(shorten(n, 40) for n in refused[:5])
+            capped = " ".join(x for x in (capped, f"not searched (names read as files here): {shown}.") if x)
+        found = FoundRows(term=term, matches=matches, searched_tables=searched, note=capped, cut=cut)
+        return fit(found, self.settings.token_budget)
 
+    @bounded_call
     def execute_sql(self, sql: str, limit: int | None = None) -> QueryOutput:
         """Run one read-only statement; rows capped, with the SQL as executed."""
-        cap = _count(limit, "limit", self.settings.row_cap, self.settings.row_cap)
+        cap, capped = count(limit, "limit", self.settings.row_cap, self.settings.row_cap, "row_cap")
         result, executed, expression = self._secure(sql, limit=cap)
         read = [ref.name for ref in expression.find_all(exp.Table)]
         rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
@@ -334,7 +352,7 @@ class Environment:
             else None
         )
         slow = result.elapsed_ms >= self.settings.slow_query_s * 1000
-        return QueryOutput(
+        output = QueryOutput(
             hints=query_hints(expression, self.catalog, self.db.index_leads()) if slow else [],
             columns=result.columns,
             rows=shown,
@@ -343,15 +361,39 @@ class Environment:
             sql_executed=self._shown_sql(executed, expression),
             elapsed_ms=round(result.elapsed_ms, 2),
             reminder=self._reminder(read),
+            note=capped,
             cut=cut,
         )
+        return fit(output, self.settings.token_budget)
 
-    def search_schema(self, query: str, k: int = 10) -> SchemaHits:
+    @bounded_call
+    def search_schema(self, query: str, k: int | None = 10) -> SchemaHits:
         """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
         if not query.strip():
             raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
-        k = _count(k, "k", 10, 100)
-        return SchemaHits(query=query, hits=self.moderator.search(query, k))
+        k, capped = count(k, "k", 10, MAX_HITS)
+        text = shorten(query, self.settings.question_chars, at_word=True)
+        hits = SchemaHits(query=query, hits=self.moderator.search(text, k), note=capped)
+        return fit(hits, self.settings.token_budget)
+
+    def warm(self, wait: bool = False) -> None:
+        """Read the schema and build (or load) the directive indexes now, in the background; with `wait`,
+        block until they are ready: tools are bounded by `timeout_s`, and a first call on a fresh database
+        would otherwise answer without directives while they build (a benchmark waits here first)."""
+        self.db.start_reading_catalog()
+        if self.settings.directives != "directives":
+            if wait:
+                _ = self.catalog
+        elif wait:
+            self.moderator.warm(wait=True)
+        else:
+            threading.Thread(target=self._warm_moderator, name="sophrosyne-warm", daemon=True).start()
+
+    def _warm_moderator(self) -> None:
+        try:
+            self.moderator.warm(wait=False)
+        except Exception as exc:  # the first call that needs them reports the error itself
+            logger.warning("could not prepare the directive indexes in advance: %s", exc)
 
     def set_oracle(self, gold_sql: str | None) -> None:
         """For experiments: the reference SQL that `oracle` directives are computed from."""
@@ -379,20 +421,25 @@ class Environment:
         """Joins the schema does not declare, inferred for this role (names, confirmed by values within
         `join_inference_s`), by table; shown marked as inferred. Declared keys win: none is repeated here."""
         by_table: dict[str, list[ForeignKey]] = {}
-        for join in self.moderator.prepared.joins.joins:
+        try:
+            prepared = self.moderator.prepared
+        except NotReady:
+            return by_table  # still inferring on a large schema: shown once ready, never worth a late answer
+        for join in prepared.joins.joins:
             by_table.setdefault(join.table, []).append(join.as_foreign_key())
         return by_table
 
     def _value_probe(self, table: str, column: str, values: list[Any]) -> set[Any]:
         """Which of `values` a column holds, read through this role's secured path (join confirmation)."""
         literals = [v for v in values if isinstance(v, str | int | float) and not isinstance(v, bool)][:100]
-        if not literals:
+        known = self.catalog.table(table)
+        if not literals or known is None:
             return set()
         target = exp.column(column, quoted=True)
         query = (
             exp.select(target)
             .distinct()
-            .from_(table_ref(table))
+            .from_(table_ref(known))
             .where(target.isin(*(exp.convert(v) for v in literals)))
             .limit(len(literals))
             .sql(dialect=self.dialect)
@@ -404,12 +451,13 @@ class Environment:
         query = (
             exp.select(exp.column(column, quoted=True))
             .distinct()
-            .from_(table_ref(table))
+            .from_(table_ref(self.catalog.tables[table]))
             .limit(limit)
             .sql(dialect=self.dialect)
         )
         return [row[0] for row in self._query(query, limit=limit).rows]
 
+    @bounded_call
     def explain_sql(self, sql: str) -> QueryPlan:
         """The engine's plan for a read-only statement, with hints about full scans of large tables."""
         result, executed, expression = self._secure(sql, limit=500, explain=True)
@@ -427,13 +475,14 @@ class Environment:
         ]
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
-            return QueryPlan(
+            hidden = QueryPlan(
                 sql_executed=self._shown_sql(executed, expression),
                 plan=[],
                 hints=sorted(set(hints)),
                 note="the plan itself is not shown to a restricted role; the hints are.",
             )
-        return QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints)))
+            return fit(hidden, self.settings.token_budget)
+        return fit(QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints))), self.settings.token_budget)
 
     # -- the one secured path -----------------------------------------------------------------------------
 
@@ -444,6 +493,13 @@ class Environment:
 
         With `explain`, the engine plans the rewritten statement instead of running it.
         """
+        if len(sql) > MAX_SQL_CHARS:
+            # Parsing is not linear in the text (a megabyte of quoted strings takes minutes), and cannot be
+            # stopped midway: a statement past this length is refused before it is read.
+            raise InvalidArgument(
+                f"the statement is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are read.",
+                hint="Write a shorter statement: filter with a subquery or a join rather than a long literal list.",
+            )
         expression = guard.check_sql(sql, self.dialect)
         # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
         rewritten = (
@@ -485,21 +541,13 @@ class Environment:
         return column_named(table, name)
 
 
-def _join_key(fk: ForeignKey) -> str:
-    inferred = f" (inferred, {fk.confidence:.2f})" if fk.inferred else ""
-    return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}{inferred}"
+def _deadline_near() -> bool:
+    """Less than a statement's worth of the call's time left: stop starting new work."""
+    from sophrosyne import deadline
 
-
-def _count(value: int | None, name: str, default: int, most: int) -> int:
-    """A count argument (limit, k): the default when absent, at most `most`; below 1 is the caller's error."""
-    if value is None:
-        return min(default, most)
-    if value < 1:
-        raise InvalidArgument(
-            f"`{name}` must be 1 or more, not {value}.", hint=f"Leave it out for the default, {default}."
-        )
-    return min(value, most)
+    running = deadline.current()
+    return running is not None and running.remaining() < MIN_STATEMENT_S
 
 
 def _select_all(table: Table, dialect: str, limit: int) -> str:
-    return exp.select("*").from_(table_ref(table.name)).limit(limit).sql(dialect=dialect)
+    return exp.select("*").from_(table_ref(table)).limit(limit).sql(dialect=dialect)

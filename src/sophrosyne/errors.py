@@ -99,6 +99,18 @@ class AccessDenied(SophrosyneError):
     code = "access_denied"
 
 
+class CallCancelled(SophrosyneError):
+    """The client cancelled the call or went away; its work and statement were stopped."""
+
+    code = "cancelled"
+
+
+class NotReady(SophrosyneError):
+    """What the call needs (the schema, an index) is still loading; the call may be asked again shortly."""
+
+    code = "loading"
+
+
 class ModelError(SophrosyneError):
     """The model endpoint is not configured, refused the request, or kept failing after the retries."""
 

@@ -1,141 +1,35 @@
-"""Value grounding: the distinct values of a column, counted once per role and kept, searched by match."""
+"""Value grounding: a column's distinct values from memory, or searched live over the whole table, never a
+claim of absence that was not checked."""
 
 from __future__ import annotations
 
-import re
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
 
-from sophrosyne.catalog import Column, Table, is_text_type
+from sophrosyne import deadline
+from sophrosyne.catalog import Column, Table, is_text_type, table_ref
 from sophrosyne.connection import QueryResult
 from sophrosyne.engines import Engine
-from sophrosyne.errors import QueryTimeout
+from sophrosyne.errors import QueryFailed, QueryTimeout, UnknownColumn
 from sophrosyne.results import DistinctValues, ValueCount, cell, cut_note
 from sophrosyne.settings import Settings
+from sophrosyne.value_cache import ColumnValues, Match, ValueCache, normalized
 
-_WORD = re.compile(r"\w+")
 Query = Callable[..., QueryResult]
-# Below this many values every value is scored; above it, only values sharing a word with the search.
-FULL_SCAN_VALUES = 5_000
+# Time kept back from the call's deadline to answer once a live search stops.
+ANSWER_MARGIN_S = 0.3
+# Matching values a live search keeps counting (more are summed into the coverage note only).
+LIVE_KEEP = 10_000
 
-
-@dataclass
-class ColumnValues:
-    """Every distinct value of a column with its count, as one role sees it."""
-
-    counts: Counter[Any]
-    loaded_at: float = field(default_factory=time.monotonic)
-    _values: list[Any] = field(default_factory=list)
-    _lowered: list[str] = field(default_factory=list)
-    _words: dict[str, list[int]] | None = None
-
-    def _prepare(self) -> None:
-        if self._words is not None:
-            return
-        self._values = [v for v in self.counts if v is not None]
-        self._lowered = [str(v).lower() for v in self._values]
-        words: dict[str, list[int]] = {}
-        for i, text in enumerate(self._lowered):
-            for word in set(_WORD.findall(text)):
-                words.setdefault(word, []).append(i)
-        self._words = words
-
-    def search(self, needle: str, limit: int, cutoff: float = 60.0) -> list[tuple[Any, int, float]]:
-        """Values holding `needle` first (by count), then the closest fuzzy matches (by score)."""
-        from rapidfuzz import fuzz, process  # loaded on the first search, not at start-up
-
-        self._prepare()
-        assert self._words is not None
-        needle = needle.strip().lower()
-        hits: dict[int, float] = {i: 100.0 for i, text in enumerate(self._lowered) if needle in text}
-        if len(hits) < limit:
-            candidates = self._candidates(needle)
-            choices = {i: self._lowered[i] for i in candidates}
-            for _, score, i in process.extract(
-                needle, choices, scorer=fuzz.WRatio, limit=limit + len(hits), score_cutoff=cutoff
-            ):
-                hits.setdefault(i, round(min(score, 99.0), 1))
-        ranked = sorted(hits.items(), key=lambda h: (-h[1], -self.counts[self._values[h[0]]], self._lowered[h[0]]))
-        return [(self._values[i], self.counts[self._values[i]], score) for i, score in ranked[:limit]]
-
-    def _candidates(self, needle: str) -> range | set[int]:
-        """Values worth a fuzzy score: all of a small column, else those sharing a (misspelt) word."""
-        from rapidfuzz import fuzz, process
-
-        assert self._words is not None
-        if len(self._values) <= FULL_SCAN_VALUES:
-            return range(len(self._values))
-        vocabulary = list(self._words)
-        found: set[int] = set()
-        for word in set(_WORD.findall(needle)):
-            for match, _, _ in process.extract(word, vocabulary, scorer=fuzz.ratio, limit=20, score_cutoff=70):
-                found.update(self._words[match])
-        return found
-
-    def most_common(self, limit: int) -> list[tuple[Any, int]]:
-        return self.counts.most_common(limit)
-
-
-class ValueCache:
-    """Distinct values per (role, table, column), loaded in the background so a tool call stays in budget.
-
-    A column is read once through the caller's secured path (so counts respect the role) and kept for
-    `ttl_s`; columns with more than `max_distinct` values are not kept (a live search serves them).
-    """
-
-    def __init__(self, *, ttl_s: float = 600.0, max_distinct: int = 200_000) -> None:
-        self.ttl_s = ttl_s
-        self.max_distinct = max_distinct
-        self._values: dict[Hashable, ColumnValues | None] = {}
-        self._loading: dict[Hashable, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> ColumnValues | None:
-        with self._lock:
-            values = self._values.get(key)
-            if values is not None and time.monotonic() - values.loaded_at > self.ttl_s:
-                del self._values[key]
-                return None
-            return values
-
-    def too_many(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._values and self._values[key] is None
-
-    def load(self, key: Hashable, read: Callable[[], Counter[Any] | None], wait_s: float) -> ColumnValues | None:
-        """Start loading `key` unless it is loading already; wait up to `wait_s` for it."""
-        with self._lock:
-            event = self._loading.get(key)
-            if event is None:
-                event = threading.Event()
-                self._loading[key] = event
-                threading.Thread(target=self._fill, args=(key, read, event), daemon=True).start()
-        event.wait(max(0.0, wait_s))
-        return self.get(key)
-
-    def _fill(self, key: Hashable, read: Callable[[], Counter[Any] | None], event: threading.Event) -> None:
-        try:
-            counts = read()
-        except Exception:  # a failed load leaves the live search in charge; it reports its own errors
-            with self._lock:
-                self._loading.pop(key, None)
-            event.set()
-            return
-        with self._lock:
-            too_big = counts is None or len(counts) > self.max_distinct
-            self._values[key] = None if too_big else ColumnValues(counts or Counter())
-            self._loading.pop(key, None)
-        event.set()
+__all__ = ["Grounder", "ValueCache", "contains"]
 
 
 class Grounder:
-    """get_distinct_values for one environment: cached value counts, or a live search within a budget."""
+    """get_distinct_values for one environment: cached value counts, or a live search within the deadline."""
 
     def __init__(
         self, query: Query, settings: Settings, engine: Engine, cache: ValueCache, *, scope: tuple[str, str]
@@ -147,99 +41,165 @@ class Grounder:
         self.cache = cache
         self.scope = scope  # (database, role): counts are per role
 
-    def distinct_values(self, t: Table, c: Column, size: int | None, search: str | None, limit: int) -> DistinctValues:
+    def distinct_values(
+        self, t: Table, c: Column, size: int | None, search: str | None, limit: int, *, more: bool = False
+    ) -> DistinctValues:
         key = (*self.scope, t.name, c.name)
         values = self.cache.get(key)
         small = (size or 0) <= self.settings.distinct_scan_rows
         if values is None and small and not self.cache.too_many(key):
-            values = self.cache.load(key, lambda: self._count_values(t, c.name), self.settings.timeout_s)
+            wait = deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S
+            values = self.cache.load(key, lambda: self._count_values(t, c.name), wait)
         if values is not None:
-            if search and search.strip():
-                found = [
-                    ValueCount(value=cell(v, self.settings.value_chars), count=n, score=score)
-                    for v, n, score in values.search(search, limit)
-                ]
-                note = None if found else _no_match(t.name, c.name, search)
-                return DistinctValues(table=t.name, column=c.name, search=search, values=found, note=note)
-            common = values.most_common(limit + 1)
-            shown = [ValueCount(value=cell(v, self.settings.value_chars), count=n) for v, n in common[:limit]]
-            cut = cut_note(limit, len(values.counts), "values", "limit") if len(common) > limit else None
-            return DistinctValues(table=t.name, column=c.name, values=shown, cut=cut)
-        # A large column: answer live within the budget, then load its values for the next calls.
-        if search and search.strip():
-            result = self._search_live(t, c, search, limit)
-        else:
-            result = self._common_live(t, c.name, limit)
+            return self._from_memory(t, c, values, search, limit, more)
+        # Not in memory (a large column, or one loading): answer live, and load its values for later calls.
         if not self.cache.too_many(key):
             self.cache.load(key, lambda: self._count_values(t, c.name), 0)
-        return result
+        status = self.cache.status(key)
+        if search and search.strip():
+            return self._search_live(t, c, search, limit, more, status)
+        return self._common_live(t, c.name, limit, status)
+
+    def _from_memory(
+        self, t: Table, c: Column, values: ColumnValues, search: str | None, limit: int, more: bool
+    ) -> DistinctValues:
+        if search and search.strip():
+            found = values.search(search, limit, more=more)
+            note = _found_note(found, t, c, search, more, complete=True)
+            return DistinctValues(table=t.name, column=c.name, search=search, values=self._shown(found), note=note)
+        common = values.most_common(limit + 1)
+        shown = [ValueCount(value=cell(v, self.settings.value_chars), count=n) for v, n in common[:limit]]
+        cut = cut_note(limit, len(values.counts), "values", "limit") if len(common) > limit else None
+        return DistinctValues(table=t.name, column=c.name, values=shown, cut=cut)
+
+    def _shown(self, found: list[Match]) -> list[ValueCount]:
+        return [
+            ValueCount(value=cell(m.value, self.settings.value_chars), count=m.count, score=m.score, match=m.kind)
+            for m in found
+        ]
 
     def _count_values(self, t: Table, column: str) -> Counter[Any] | None:
         """Every distinct value with its count, grouped by the engine; None when there are too many."""
         col = exp.column(column, quoted=True)
-        query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(table_ref(t.name)).group_by(col)
+        query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(table_ref(t)).group_by(col)
         result = self.query(query.sql(dialect=self.dialect), limit=self.cache.max_distinct)
         if result.truncated:
             return None
         return Counter({value: int(n) for value, n in result.rows})
 
-    def _common_live(self, t: Table, column: str, limit: int) -> DistinctValues:
+    def _common_live(self, t: Table, column: str, limit: int, status: str | None) -> DistinctValues:
         col = exp.column(column, quoted=True)
         rows = self.settings.distinct_scan_rows
         query = (
             exp.select(col, exp.Count(this=exp.Star()).as_("n"))
-            .from_(_prefix(t.name, col, rows))
+            .from_(_prefix(t, col, rows))
             .group_by(col)
             .order_by(exp.Ordered(this=exp.column("n"), desc=True))
             .limit(limit + 1)
         )
+        later = f"; {status}" if status else ""
         try:
             result = self.query(
                 query.sql(dialect=self.dialect), limit=limit + 1, timeout_s=self.settings.distinct_budget_s
             )
         except QueryTimeout:
-            note = "counting took longer than the budget; the column's values are loading: ask again in a few seconds."
+            note = f"counting took longer than {self.settings.distinct_budget_s:g} s{later}: ask again shortly."
             return DistinctValues(table=t.name, column=column, values=[], note=note)
         values = [ValueCount(value=cell(v, self.settings.value_chars), count=int(n)) for v, n in result.rows]
-        note = f"counts from the first {rows:,} rows{_of_rows(t)}; exact counts are loading."
+        note = f"counts from the first {rows:,} rows{_of_rows(t)}{later}."
         cut = cut_note(limit, None, "values", "limit") if len(values) > limit else None
         return DistinctValues(table=t.name, column=column, values=values[:limit], note=note, cut=cut)
 
-    def _search_live(self, t: Table, c: Column, search: str, limit: int) -> DistinctValues:
-        """Substring matches straight from the engine while the column's values load."""
+    def _search_live(
+        self, t: Table, c: Column, search: str, limit: int, more: bool, status: str | None
+    ) -> DistinctValues:
+        """Values holding the search, read from the whole table, chunk by chunk where the engine allows, until
+        the call's deadline: the note says how much was searched, and absence is claimed only when all was."""
+        counts, searched, complete = self._scan(t, c, search)
+        wanted = normalized(search)
+        found = [
+            Match(v, n, "exact" if normalized(v) == wanted else "substring", 100.0)
+            for v, n in counts.items()
+            if v is not None
+        ]
+        exact = [m for m in found if m.kind == "exact"]
+        order = {"exact": 0, "substring": 1}
+        found.sort(key=lambda m: (order[m.kind], -m.count, normalized(m.value)))
+        found = (exact if exact and not more else found)[:limit]
+        coverage = _coverage(t, searched, complete)
+        note = _found_note(found, t, c, search, more, complete=complete, fuzzy=False)
+        # Fuzzy neighbours need every value: they come once the values are in memory, if they can be.
+        later = f"; {status}" if status and not exact else ""
+        note = " ".join(x for x in (note, f"{coverage}{later}.") if x)
+        return DistinctValues(table=t.name, column=c.name, search=search, values=self._shown(found), note=note)
+
+    def _scan(self, t: Table, c: Column, search: str) -> tuple[Counter[Any], int | None, bool]:
+        """Matching values and their counts, the rows searched (None: unknown), and whether all rows were."""
         col = exp.column(c.name, quoted=True)
-        rows = self.settings.distinct_scan_rows
-        query = (
-            exp.select(col, exp.Count(this=exp.Star()).as_("n"))
-            .from_(_prefix(t.name, col, rows))
-            .where(contains(self.engine, col, c.type, search))
-            .group_by(col)
-            .order_by(exp.Ordered(this=exp.column("n"), desc=True))
-            .limit(limit)
-        )
-        # Not complete, so never "no match": the full list of values is loading for the next call.
-        note = (
-            f"substring matches among the first {rows:,} rows{_of_rows(t)}; all values of this "
-            "column are loading: ask again in a few seconds for every match, misspellings included."
-        )
-        values: list[ValueCount] = []
+        # Words in any spacing: "john  smith" finds "John Smith"; exactness is decided on the values after.
+        condition = contains(self.engine, col, c.type, search, any_spacing=bool(search.split()))
+        bounds = self._rowid_bounds(t)
+        counts: Counter[Any] = Counter()
+        if bounds is None:
+            query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(table_ref(t)).where(condition)
+            try:
+                result = self.query(
+                    query.group_by(col).sql(dialect=self.dialect),
+                    limit=LIVE_KEEP,
+                    timeout_s=max(0.05, deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S),
+                )
+            except QueryTimeout:
+                return counts, None, False
+            counts.update({v: int(n) for v, n in result.rows})
+            return counts, t.row_estimate, not result.truncated
+        low, high = bounds
+        step = self.settings.distinct_scan_rows
+        start = low
+        searched = 0
+        while start <= high:
+            left = deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S
+            if left <= 0.05:
+                return counts, searched, False
+            rowid = exp.column("rowid")
+            chunk = exp.and_(condition.copy(), rowid.between(start, start + step - 1))
+            query = exp.select(col, exp.Count(this=exp.Star()).as_("n")).from_(table_ref(t)).where(chunk)
+            began = time.monotonic()
+            try:
+                result = self.query(query.group_by(col).sql(dialect=self.dialect), limit=LIVE_KEEP, timeout_s=left)
+            except QueryTimeout:
+                return counts, searched, False
+            for value, n in result.rows:
+                counts[value] += int(n)
+            searched += step
+            start += step
+            # Grow the chunk while a chunk is quick: fewer statements, and each still stops in time.
+            if time.monotonic() - began < 0.1:
+                step *= 2
+        return counts, None, True
+
+    def _rowid_bounds(self, t: Table) -> tuple[int, int] | None:
+        """SQLite's rowid range, so a large table is searched chunk by chunk; None where there is none."""
+        if self.engine.name != "sqlite" or t.kind != "table":
+            return None
+        query = exp.select(exp.Min(this=exp.column("rowid")), exp.Max(this=exp.column("rowid"))).from_(table_ref(t))
         try:
-            result = self.query(query.sql(dialect=self.dialect), limit=limit, timeout_s=self.settings.distinct_budget_s)
-            values = [
-                ValueCount(value=cell(v, self.settings.value_chars), count=int(n), score=100.0) for v, n in result.rows
-            ]
-        except QueryTimeout:
-            note = (
-                f"the search was stopped after {self.settings.distinct_budget_s:g} s; all values of this column "
-                "are loading: ask again in a few seconds."
-            )
-        return DistinctValues(table=t.name, column=c.name, search=search, values=values, note=note)
+            result = self.query(query.sql(dialect=self.dialect), limit=1)
+        except (QueryFailed, QueryTimeout, UnknownColumn):
+            return None  # a WITHOUT ROWID table, or a role's filtered view of it
+        low, high = result.rows[0] if result.rows else (None, None)
+        if low is None or high is None:
+            return None
+        return int(low), int(high)
 
 
-def contains(engine: Engine, column: exp.Column, type_name: str, needle: str) -> exp.Expression:
-    """`column` holds `needle`, ignoring case, as cheaply as the engine allows (wildcards in it are literal)."""
+def contains(
+    engine: Engine, column: exp.Column, type_name: str, needle: str, *, any_spacing: bool = False
+) -> exp.Expression:
+    """`column` holds `needle`, ignoring case, as cheaply as the engine allows (wildcards in it are literal;
+    with `any_spacing`, its words may stand apart by any run of characters)."""
     text: exp.Expression = column if is_text_type(type_name) else exp.cast(column, exp.DataType.build("TEXT"))
-    escaped = needle.strip().lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    words = needle.lower().split() if any_spacing else [needle.strip().lower()]
+    escaped = "%".join(w.replace("!", "!!").replace("%", "!%").replace("_", "!_") for w in words)
     pattern = exp.Literal.string(f"%{escaped}%")
     like: exp.Expression
     if engine.has_ilike:
@@ -251,19 +211,39 @@ def contains(engine: Engine, column: exp.Column, type_name: str, needle: str) ->
     return exp.Escape(this=like, expression=exp.Literal.string("!"))
 
 
-def table_ref(name: str) -> exp.Table:
-    return exp.Table(this=exp.to_identifier(name, quoted=True))
-
-
-def _prefix(table: str, col: exp.Column, rows: int) -> exp.Subquery:
+def _prefix(table: Table, col: exp.Column, rows: int) -> exp.Subquery:
     """The first `rows` rows of one column: what a live answer on a large table may read."""
     return exp.select(col.copy()).from_(table_ref(table)).limit(rows).subquery("_scan")
 
 
 def _of_rows(table: Table) -> str:
     # A restricted role is not told the size of a filtered table.
-    return f" of ~{table.row_estimate:,}" if table.row_estimate is not None else ""
+    if table.row_estimate is None:
+        return ""
+    return f" of at least {table.row_estimate:,}" if table.rows_at_least else f" of ~{table.row_estimate:,}"
 
 
-def _no_match(table: str, column: str, search: str) -> str:
-    return f"no value of {table}.{column} resembles {search!r}: do not filter on a guess."
+def _coverage(t: Table, searched: int | None, complete: bool) -> str:
+    if complete:
+        size = f" ~{t.row_estimate:,}" if t.row_estimate is not None and not t.rows_at_least else ""
+        return f"Searched all{size} rows of {t.name}"
+    if searched:
+        return (
+            f"Searched the first {searched:,} rows{_of_rows(t)} before the time limit: values in the rest were "
+            "not checked"
+        )
+    return "The search did not finish within the time limit: values were not checked"
+
+
+def _found_note(
+    found: list[Match], t: Table, c: Column, search: str, more: bool, *, complete: bool, fuzzy: bool = True
+) -> str | None:
+    if found and found[0].kind == "exact" and not more and all(m.kind == "exact" for m in found):
+        return "Exact match (case and spaces aside); pass a limit to see similar values too."
+    if found:
+        return None
+    if complete and fuzzy:
+        return f"No value of {t.name}.{c.name} resembles {search!r}: do not filter on a guess."
+    if complete:
+        return f"No value of {t.name}.{c.name} holds {search!r}; other spellings were not checked."
+    return f"No value of {t.name}.{c.name} holding {search!r} was found in the rows searched."

@@ -61,7 +61,9 @@ _LABELS: dict[type[exp.Expr], str] = {
 
 # DuckDB turns an unknown table name that looks like a file or URL into a file scan ("replacement scan").
 _FILE_SUFFIX = re.compile(r"\.(csv|tsv|txt|parquet|json|jsonl|ndjson|xlsx|arrow|avro|db|sqlite|duckdb|gz|zst)$", re.I)
-_PATH_CHARS = re.compile(r"[./\\:*?~]")
+_PATH_CHARS = re.compile(r"[/\\:*?~]")
+# A name written as a path or a URL: absolute, home-relative, relative to here, a drive, a scheme.
+_PATH_START = re.compile(r"^(?:[/\\~]|\.\.?[/\\]|[A-Za-z]:[/\\]|\w+://)")
 _TOKEN_REPR = re.compile(r"<Token token_type: [^,]*, text: (.*?), line: \d+, col: \d+, start: \d+, end: \d+.*?>")
 _TOKEN_ERROR_AT = re.compile(r"from \d+:(\d+)$")
 
@@ -218,7 +220,14 @@ def _check_table(table: exp.Table, engine: Engine) -> None:
     elif isinstance(table.this, exp.Identifier):
         parts = [part.name for part in table.parts]
         dotted = ".".join(parts)
-        if any(_PATH_CHARS.search(part) for part in parts) or (engine.reads_file_names and _FILE_SUFFIX.search(dotted)):
+        # An engine that reads a file named as a table is kept from names that could be one; elsewhere a name
+        # is only a name (`sales.2024`, `it's "odd"` are tables there), unless it is written like a path.
+        looks_like_file = (
+            any(_PATH_CHARS.search(part) for part in parts) or bool(_FILE_SUFFIX.search(dotted))
+            if engine.reads_file_names
+            else any(_PATH_START.match(part) for part in parts)
+        )
+        if looks_like_file:
             raise RejectedSQL(
                 f"`{_shown(dotted)}` is not allowed as a table: it names a file or URL, and reading files is blocked.",
                 hint=_HINT_TABLE,

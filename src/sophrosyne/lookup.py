@@ -6,27 +6,44 @@ from sqlglot import exp
 
 from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.errors import QueryFailed, SophrosyneError, UnknownColumn, UnknownTable
+from sophrosyne.results import shorten
+
+# The longest name quoted back in an error: the name came from the caller, and may be huge.
+SHOWN_NAME = 80
 
 
 def table_named(catalog: Catalog, name: str, source: str) -> Table:
-    """The table `name` means (quotes and case ignored), else UnknownTable with the closest names."""
-    table = catalog.table(name.strip().strip('"`[]'))
+    """The table `name` means: exactly as given, else with case ignored, else without the quotes or brackets
+    around it (`"Order Details"`, `[Order Details]`); else UnknownTable with the closest names."""
+    table = catalog.table(name) or catalog.table(_unquoted(name))
     if table is None:
+        shown = shorten(name, SHOWN_NAME)
         raise UnknownTable(
-            f"no table `{name}` in {source}.", hint=did_you_mean(name, catalog.table_names, "list_tables")
+            f"no table `{shown}` in {source}.", hint=did_you_mean(shown, catalog.table_names, "list_tables")
         )
     return table
 
 
 def column_named(table: Table, name: str) -> Column:
-    """The column of `table` that `name` means, else UnknownColumn with the closest names."""
-    column = table.column(name.strip().strip('"`[]'))
+    """The column of `table` that `name` means (as `table_named` reads it), else UnknownColumn."""
+    column = table.column(name) or table.column(_unquoted(name))
     if column is None:
+        shown = shorten(name, SHOWN_NAME)
         raise UnknownColumn(
-            f"no column `{name}` in `{table.name}`.",
-            hint=did_you_mean(name, table.column_names, f"describe_table('{table.name}')"),
+            f"no column `{shown}` in `{shorten(table.name, SHOWN_NAME)}`.",
+            hint=did_you_mean(shown, table.column_names, f"describe_table('{table.name}')"),
         )
     return column
+
+
+def _unquoted(name: str) -> str:
+    """A name without one pair of quotes or brackets around it (quotes inside a name are its own)."""
+    text = name.strip()
+    for left, right in (('"', '"'), ("`", "`"), ("[", "]"), ("'", "'")):
+        if len(text) >= 2 and text.startswith(left) and text.endswith(right):
+            inner = text[1:-1]
+            return inner.replace(left * 2, left) if left == right else inner
+    return text
 
 
 def explain_error(exc: QueryFailed, expression: exp.Expression, catalog: Catalog, source: str) -> SophrosyneError:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
+from sophrosyne import deadline
 from sophrosyne.catalog import Catalog
 from sophrosyne.directives import (
     Directives,
@@ -18,16 +18,21 @@ from sophrosyne.directives import (
 )
 from sophrosyne.directives.prepared import PreparedSchema, prepare_schema
 from sophrosyne.directives.scoring import warm
-from sophrosyne.errors import ConfigError
+from sophrosyne.errors import ConfigError, NotReady, QueryTimeout
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.values import values_path
 from sophrosyne.joins import Probe
-from sophrosyne.results import CHARS_PER_TOKEN, Directive, SchemaHit, SourceRelevance, shorten
+from sophrosyne.loading import Background
+from sophrosyne.results import Directive, SchemaHit, SourceRelevance, shorten
 from sophrosyne.settings import Settings
 
 Fetch = Callable[[str, str, int], list[Any]]
-DIRECTIVE_SHARE = 0.5  # most of a list_tables response the directives may take: the tables come first
+# Time kept back from a call's deadline for what follows the directives: listing and rendering the tables.
+ANSWER_MARGIN_S = 1.0
+# Time kept back, beyond that, for computing the directives once the value index is waited for.
+VALUES_WAIT_MARGIN_S = 2.0
 logger = logging.getLogger("sophrosyne.moderation")
+T = TypeVar("T")
 
 
 class Moderator:
@@ -55,40 +60,38 @@ class Moderator:
         self.dialect = dialect
         self.oracle_sql: str | None = None
         self.given: dict[str, Directive] = {}
-        self._index: SchemaIndex | None = None
-        self._values: ValueIndex | None = None
-        self._prepared: PreparedSchema | None = None
-        self._lock = threading.Lock()
-        self._prepare_lock = threading.Lock()
+        # Built in the background, not within a call: a call waits for them within its deadline, and a
+        # build outlives a call that gave up on it, for the next one.
+        self._prepared = Background(self._prepare, "sophrosyne-joins")
+        self._index = Background(self._build_index, "sophrosyne-index")
+        self._values = Background(self._load_values, "sophrosyne-values")
 
     @property
     def prepared(self) -> PreparedSchema:
         """The schema as directives see it: shard groups as units, and the joins it does not declare,
-        inferred from names and confirmed by values read through the role's secured path."""
-        with self._prepare_lock:
-            if self._prepared is None:
-                self._prepared = prepare_schema(
-                    self.catalog, self.fetch, self.probe, budget_s=self.settings.join_inference_s
-                )
-            return self._prepared
+        inferred from names and confirmed by values read through the role's secured path (NotReady if that
+        takes longer than the call has)."""
+        return _ready(self._prepared, "join inference", self.settings, len(self.catalog.tables))
+
+    def _prepare(self) -> PreparedSchema:
+        return prepare_schema(self.catalog, self.fetch, self.probe, budget_s=self.settings.join_inference_s)
+
+    def _build_index(self) -> SchemaIndex:
+        prepared = self._prepared.wait(None)
+        assert prepared is not None  # waited for without a limit
+        catalog = prepared.catalog
+        index = load_or_build(catalog, self.settings.cache_dir)
+        warm(catalog, index)
+        return index
 
     @property
     def index(self) -> SchemaIndex:
         """The hybrid column index (one table per unit), from the cache when this schema was indexed before."""
-        catalog = self.prepared.catalog
-        with self._lock:
-            if self._index is None:
-                index = load_or_build(catalog, self.settings.cache_dir)
-                warm(catalog, index)
-                self._index = index
-            return self._index
+        return _ready(self._index, "the schema index", self.settings, len(self.catalog.tables))
 
     @property
     def values(self) -> ValueIndex:
-        with self._lock:
-            if self._values is None:
-                self._values = self._load_values()
-            return self._values
+        return _ready(self._values, "the value index", self.settings, len(self.catalog.tables))
 
     def _load_values(self) -> ValueIndex:
         # A restricted role's values are read through its own secured path and never cached on disk:
@@ -105,12 +108,14 @@ class Moderator:
             values.save(path)
         return values
 
-    def warm(self) -> None:
-        """Build or load both indexes now (a server does this at start, in the background)."""
-        try:
-            _ = self.index, self.values
-        except Exception:  # the first real call builds again and reports its own error
-            logger.exception("could not build the directive index in advance")
+    def warm(self, wait: bool = True) -> None:
+        """Build or load both indexes now, in the background, and wait until they are there (a benchmark does
+        this before its clock starts); without `wait`, return at once (a server, at start-up)."""
+        self._index.start()
+        self._values.start()
+        if wait:
+            self._index.wait(None)
+            self._values.wait(None)
 
     def search(self, query: str, k: int) -> list[SchemaHit]:
         hits = self.index.search(query, k=k)
@@ -126,6 +131,7 @@ class Moderator:
         if mode == "none" or not (question or knowledge):
             return [], None
         computed: Directives
+        values: ValueIndex | None = None
         if mode == "oracle":
             if not self.oracle_sql:
                 raise ConfigError(
@@ -134,38 +140,43 @@ class Moderator:
                 )
             computed = oracle_directives(self.oracle_sql, self.catalog, self.dialect)
         else:
-            prepared = self.prepared
-            computed = compute_directives(
-                question or "",
-                knowledge,
-                prepared.catalog,
-                self.index,
-                self.values,
-                inference=self._inference(),
-                units=prepared.units,
+            index, inference = self.index, self._inference()
+            prepared = self.prepared  # ready once the index is: the index is built over it
+            # Literal grounding makes directives better, not possible: without its index (still being read,
+            # within its own budget) they are computed from names and retrieval alone, and say so.
+            try:
+                values = self._values.wait(deadline.left(ANSWER_MARGIN_S + VALUES_WAIT_MARGIN_S))
+            except Exception:  # a failed value index is read again next time; directives go on without it
+                logger.warning("the value index could not be built", exc_info=True)
+            # The work runs beside the call, which stops waiting at its deadline (a margin is left to answer).
+            done, result = deadline.run_side(
+                lambda: compute_directives(
+                    question or "",
+                    knowledge,
+                    prepared.catalog,
+                    index,
+                    values,
+                    inference=inference,
+                    units=prepared.units,
+                ),
+                deadline.left(ANSWER_MARGIN_S),
+                name="sophrosyne-directives",
             )
+            if not done or result is None:
+                raise QueryTimeout(
+                    f"computing directives took longer than the {self.settings.timeout_s:g} s time limit.",
+                    hint="Ask with a shorter question or knowledge.",
+                )
+            computed = result
         given = [Directive(table=d.table, reason=d.reason, confidence=d.tier) for d in computed.irrelevant]
         # A unit (a shard group) is named once, but any of its tables earns the reminder.
         self.given = {t.lower(): g for d, g in zip(computed.irrelevant, given, strict=True) for t in d.tables}
         self.given.update({g.table.lower(): g for g in given})
-        shown, note = self._bounded(given)
-        if not given:
-            note = f"No directives for this question{': ' + computed.note if computed.note else ''}."
-        return shown, note
-
-    def _bounded(self, given: list[Directive]) -> tuple[list[Directive], str | None]:
-        """The directives (surest first) that fit their share of the token budget, with a note for the rest."""
-        budget = int(self.settings.token_budget * CHARS_PER_TOKEN * DIRECTIVE_SHARE)
-        used = 0
-        for count, d in enumerate(given):
-            used += len(d.table) + len(d.reason) + 30
-            if used > budget and count:
-                rest = len(given) - count
-                return given[:count], (
-                    f"{rest} more tables are likely irrelevant, with lower confidence; not listed to stay within "
-                    "the token budget."
-                )
-        return given, None
+        note = None if given else f"No directives for this question{': ' + computed.note if computed.note else ''}."
+        if mode == "directives" and values is None:
+            later = "the values are still being indexed: directives from names only this time."
+            note = f"{note} {later}" if note else later[:1].upper() + later[1:]
+        return given, note
 
     def relevance(self, question: str | None, knowledge: str | None) -> SourceRelevance | None:
         """Whether this whole database is likely irrelevant to a question, before any table is named.
@@ -176,8 +187,9 @@ class Moderator:
         if self.settings.directives != "directives" or not (question or knowledge) or not self.catalog.tables:
             return None
         settings = DirectiveSettings()
+        index = self.index
         # Scored as directives score: shard groups as units, over the joins the schema declares or implies.
-        scored = score_tables(question or "", knowledge, self.prepared.catalog, self.index, self.values, settings)
+        scored = score_tables(question or "", knowledge, self.prepared.catalog, index, self.values, settings)
         scores = scored.scores
         if not scores:
             return None
@@ -211,6 +223,17 @@ class Moderator:
             f"reminder: list_tables named {listed} as likely irrelevant to this question; "
             "use it only if the evidence clearly needs it."
         )
+
+
+def _ready(loading: Background[T], what: str, settings: Settings, tables: int) -> T:
+    """What `loading` builds, waited for within the call's deadline; NotReady if it takes longer."""
+    value = loading.wait(deadline.left(ANSWER_MARGIN_S))
+    if value is None:
+        raise NotReady(
+            f"{what} of {tables:,} tables is still being built ({loading.running_s:.0f} s so far).",
+            hint="Ask again in a few seconds; list_tables(pattern=...) and describe_table work meanwhile.",
+        )
+    return value
 
 
 def _column_text(catalog: Catalog, hit: Any) -> str:

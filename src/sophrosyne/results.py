@@ -128,6 +128,7 @@ class TableSummary(Result):
     kind: str = "table"
     description: str = ""
     row_estimate: int | None = None
+    rows_at_least: bool = Field(False, description="the count stopped at its bound: at least row_estimate rows")
     join_keys: list[str] = Field(default_factory=list, description="`column -> table.column` foreign keys")
 
 
@@ -137,6 +138,11 @@ class TableGroupInfo(Result):
     first: str
     last: str
     columns: int
+
+
+class SchemaInfo(Result):
+    name: str
+    tables: int
 
 
 class Directive(Result):
@@ -149,8 +155,12 @@ class TableList(Result):
     source: str
     tables: list[TableSummary]
     groups: list[TableGroupInfo] = Field(default_factory=list)
+    schemas: list[SchemaInfo] = Field(default_factory=list, description="one entry per schema, when several")
+    total: int = Field(0, description="tables (and groups, counted once) matching the pattern")
+    offset: int = 0
     directives: list[Directive] = Field(default_factory=list)
     directive_note: str | None = None
+    note: str | None = None
     cut: str | None = None
 
 
@@ -169,6 +179,7 @@ class TableDescription(Result):
     kind: str
     description: str = ""
     row_estimate: int | None = None
+    rows_at_least: bool = False
     columns: list[ColumnInfo]
     references: list[str] = Field(default_factory=list, description="foreign keys of this table")
     referenced_by: list[str] = Field(default_factory=list, description="foreign keys pointing at this table")
@@ -181,6 +192,7 @@ class ValueCount(Result):
     value: Any
     count: int
     score: float | None = None
+    match: str | None = Field(None, description="how the value matches the search: exact, substring or fuzzy")
 
 
 class DistinctValues(Result):
@@ -217,6 +229,8 @@ class SchemaHit(Result):
 class SchemaHits(Result):
     query: str
     hits: list[SchemaHit]
+    note: str | None = None
+    cut: str | None = None
 
 
 class QueryOutput(Result):
@@ -227,6 +241,7 @@ class QueryOutput(Result):
     sql_executed: str
     elapsed_ms: float
     reminder: str | None = None
+    note: str | None = None
     cut: str | None = None
     hints: list[str] = Field(default_factory=list, description="performance hints, after a slow statement")
 
@@ -236,6 +251,7 @@ class QueryPlan(Result):
     plan: list[str]
     hints: list[str] = Field(default_factory=list)
     note: str | None = None
+    cut: str | None = None
 
 
 def render(result: BaseModel, nonce: str | None = None) -> str:
@@ -245,15 +261,24 @@ def render(result: BaseModel, nonce: str | None = None) -> str:
     return renderer(result, nonce) if renderer else result.model_dump_json(indent=1)
 
 
+def rows_text(estimate: int | None, at_least: bool) -> str:
+    if estimate is None:
+        return "rows unknown"
+    return f"at least {estimate:,} rows" if at_least else f"~{estimate:,} rows"
+
+
 def _render_table_list(r: TableList, nonce: str) -> str:
     # Names, descriptions and the values quoted in directive reasons all come from the database.
-    lines = [f"{len(r.tables)} tables in {r.source}:", open_data(nonce)]
+    shown = len(r.tables) + len(r.groups)
+    where = f"{r.offset + 1}-{r.offset + shown} of {r.total}" if r.offset or shown < r.total else f"{r.total}"
+    lines = [f"tables in {r.source} ({where}; groups of same-shape tables count once):"]
+    lines.append(open_data(nonce))
+    lines.extend(f"- schema {s.name}: {s.tables} tables" for s in r.schemas)
     for t in r.tables:
-        rows = f"~{t.row_estimate:,} rows" if t.row_estimate is not None else "rows unknown"
         extra = f"; joins: {', '.join(t.join_keys)}" if t.join_keys else ""
         kind = " (view)" if t.kind == "view" else ""
         desc = f" — {t.description}" if t.description else ""
-        lines.append(f"- {t.name}{kind}{desc} [{rows}{extra}]")
+        lines.append(f"- {t.name}{kind}{desc} [{rows_text(t.row_estimate, t.rows_at_least)}{extra}]")
     for g in r.groups:
         lines.append(f"- group {g.pattern}: {g.count} tables with the same {g.columns} columns ({g.first} … {g.last})")
     lines.append(close_data(nonce))
@@ -265,15 +290,12 @@ def _render_table_list(r: TableList, nonce: str) -> str:
         lines.append(open_data(nonce))
         lines.extend(f"- {d.table}: {d.reason} (confidence {d.confidence})" for d in r.directives)
         lines.append(close_data(nonce))
-    if r.directive_note:
-        lines.append(r.directive_note)
-    if r.cut:
-        lines.append(r.cut)
+    lines.extend(x for x in (r.directive_note, r.note, r.cut) if x)
     return "\n".join(lines)
 
 
 def _render_description(r: TableDescription, nonce: str) -> str:
-    rows = f"~{r.row_estimate:,} rows" if r.row_estimate is not None else "rows unknown"
+    rows = rows_text(r.row_estimate, r.rows_at_least)
     lines = [f"{r.kind} {r.table} ({rows}); columns with null share and samples from {r.sampled_rows:,} rows:"]
     if r.reminder:
         lines.append(r.reminder)
@@ -304,7 +326,7 @@ def _render_distinct(r: DistinctValues, nonce: str) -> str:
         f"{len(r.values)} distinct values of {r.table}.{r.column}{what} (value: count):",
         open_data(nonce),
     ]
-    lines.extend(f"{_text(v.value)}: {v.count}" for v in r.values)
+    lines.extend(f"{_text(v.value)}: {v.count}" + (f" ({v.match})" if v.match else "") for v in r.values)
     lines.append(close_data(nonce))
     lines.extend(x for x in (r.note, r.cut) if x)
     return "\n".join(lines)
@@ -327,13 +349,14 @@ def _render_hits(r: SchemaHits, nonce: str) -> str:
         desc = f" — {h.description}" if h.description else ""
         lines.append(f"- {h.table}.{h.column} ({h.score:.3f}){desc}")
     lines.append(close_data(nonce))
+    lines.extend(x for x in (r.note, r.cut) if x)
     return "\n".join(lines)
 
 
 def _render_query(r: QueryOutput, nonce: str) -> str:
     more = " (truncated: more rows exist)" if r.truncated else ""
     lines = [f"{r.row_count} rows{more} in {r.elapsed_ms:.0f} ms", render_table(r.columns, r.rows, nonce)]
-    lines.extend(x for x in (r.reminder, r.cut) if x)
+    lines.extend(x for x in (r.reminder, r.note, r.cut) if x)
     lines.extend(f"hint: {h}" for h in r.hints)
     lines.append(f"executed: {r.sql_executed}")
     return "\n".join(lines)
@@ -342,8 +365,7 @@ def _render_query(r: QueryOutput, nonce: str) -> str:
 def _render_plan(r: QueryPlan, nonce: str) -> str:
     lines = ["plan:", open_data(nonce), *r.plan, close_data(nonce)] if r.plan else []
     lines.extend(f"hint: {h}" for h in r.hints)
-    if r.note:
-        lines.append(r.note)
+    lines.extend(x for x in (r.note, r.cut) if x)
     return "\n".join(lines)
 
 

@@ -84,6 +84,25 @@ class Settings(BaseModel):
         le=3600,
         description="Seconds join inference may spend confirming undeclared joins by sampled values.",
     )
+    question_chars: int = Field(
+        2000, ge=100, le=1_000_000, description="Longest question read for directives; a longer one is cut, noted."
+    )
+    knowledge_chars: int = Field(
+        4000, ge=100, le=1_000_000, description="Longest knowledge read for directives; a longer one is cut, noted."
+    )
+    schemas: str = Field(
+        "*",
+        description="Schemas to read, comma-separated: `*` is every schema the connection can read (the search "
+        "path's first, by plain name; others as schema.table); `search_path` is the search path's only.",
+    )
+    schema_check_s: float = Field(
+        2.0, ge=0, le=3600, description="Seconds between checks that the schema changed; 0 checks on every call."
+    )
+    database: str | None = Field(
+        None,
+        description="Database served when no DB argument is given (a path or URL): keeps a password off the "
+        "command line.",
+    )
     llm_base_url: str | None = Field(
         None, description="OpenAI-compatible endpoint (…/v1) of an inexpensive model that infers column names."
     )

@@ -123,8 +123,10 @@ class Sources:
         return cls({env.db.name: env})
 
     @classmethod
-    def open(cls, specs: list[SourceSpec], settings: Settings | None = None) -> Sources:
-        """Open every source read-only, each with its own policy (the settings' own policy is not used)."""
+    def open(cls, specs: list[SourceSpec], settings: Settings | None = None, *, probe: bool = True) -> Sources:
+        """Open every source read-only, each with its own policy (the settings' own policy is not used).
+
+        `probe`: as for Environment.open (a server passes False and reads each schema in the background)."""
         from sophrosyne.environment import Environment
 
         settings = settings or Settings()
@@ -133,13 +135,23 @@ class Sources:
             for spec in specs:
                 own = settings.model_copy(update={"policy_file": spec.policy})
                 environments[spec.name] = Environment.open(
-                    spec.target, settings=own, role_name=spec.role, descriptions=spec.descriptions, name=spec.name
+                    spec.target,
+                    settings=own,
+                    role_name=spec.role,
+                    descriptions=spec.descriptions,
+                    name=spec.name,
+                    probe=probe,
                 )
         except BaseException:
             for env in environments.values():
                 env.db.close()
             raise
         return cls(environments, {spec.name: spec.description for spec in specs})
+
+    @property
+    def settings(self) -> Settings:
+        """The server's limits: every source shares them (only the policy file differs between sources)."""
+        return next(iter(self.environments.values())).settings
 
     @property
     def names(self) -> list[str]:

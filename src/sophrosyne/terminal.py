@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from typer.exceptions import TyperException
 
 from sophrosyne.errors import SophrosyneError
 
@@ -22,14 +24,46 @@ Tick = Callable[[str, int, int], None]
 
 @contextmanager
 def reported() -> Iterator[None]:
-    """The one place where errors become a one-line reason (and a hint) on stderr and exit code 1."""
+    """The one place where errors become a one-line reason (and a hint) on stderr and exit code 1; an error
+    we did not expect is one line too (its traceback goes to the log, at --log-level debug)."""
     try:
         yield
     except SophrosyneError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(shorten_line(exc.message))}", soft_wrap=True)
         if exc.hint:
             err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}", soft_wrap=True)
         raise typer.Exit(1) from None
+    except (typer.Exit, typer.Abort, TyperException, KeyboardInterrupt, SystemExit):
+        raise  # usage errors keep click's own message and exit code
+    except Exception as exc:
+        logging.getLogger("sophrosyne").debug("unexpected error", exc_info=True)
+        text = shorten_line(f"{type(exc).__name__}: {exc}")
+        err_console.print(f"[bold red]error:[/] unexpected: {escape(text)}", soft_wrap=True)
+        err_console.print("[yellow]hint:[/] run with --log-level debug for the details.", soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def shorten_line(text: str, limit: int = 1000) -> str:
+    """The first line of `text`, at most `limit` characters."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def set_log_level(name: str) -> None:
+    """Logs go to stderr (stdout carries results, and the MCP stdio protocol)."""
+    level = _LEVELS.get(name.lower())
+    if level is None:
+        raise typer.BadParameter(f"--log-level must be one of {', '.join(_LEVELS)}, not {name!r}.")
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)
+
+
+def current_log_level() -> str:
+    level = logging.getLogger().level
+    return next((name for name, value in _LEVELS.items() if value == level), "warning")
 
 
 @contextmanager

@@ -263,8 +263,13 @@ class Rewriter:
             return None
         if SYSTEM_TABLE.match(node.name):
             return None
-        table = self.catalog.table(node.name)
         db = node.args.get("db")
+        if db is not None and db.name.lower() not in SYSTEM_SCHEMAS:
+            # A schema off the search path: the catalog names its tables `schema.table`.
+            qualified = self.catalog.table(f"{db.name}.{node.name}")
+            if qualified is not None and qualified.local_name is not None:
+                return qualified
+        table = self.catalog.table(node.name)
         if table is None or db is None:
             return table
         schema = db.name.lower()
@@ -307,7 +312,7 @@ class Rewriter:
         """The base table itself. Where a CTE sees later siblings (SQLite), the default schema (`main.`) pins
         the real table; elsewhere ours come first, and a recursive WITH has its shadowing CTEs renamed."""
         schema = table.schema or (self.engine.default_schema if self.engine.ctes_see_later_siblings else None)
-        return exp.table_(table.name, db=schema, quoted=True)
+        return exp.table_(table.identifier, db=schema, quoted=True)
 
     def _base_by_name(self, node: exp.Table) -> exp.Table:
         table = self.catalog.table(node.name)

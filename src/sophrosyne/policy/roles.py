@@ -65,6 +65,10 @@ class Role:
             return False
         if table.kind == "view" and self._rule(table.name) is None:
             return False
+        if table.local_name is not None and self._rule(table.name) is None:
+            # A schema off the search path, found by discovery: a restricted role reads it only when its
+            # policy names the table (a policy written before the schema was discovered keeps its scope).
+            return False
         return bool(self.visible_columns(table))
 
     def visible_columns(self, table: Table) -> list[Column]:
@@ -101,6 +105,8 @@ class Role:
                 row_estimate=None if self._has_filter(name) else table.row_estimate,
                 kind=table.kind,
                 schema=table.schema,
+                local_name=table.local_name,
+                rows_at_least=table.rows_at_least,
             )
         return Catalog(tables=tables, dialect=catalog.dialect)
 
