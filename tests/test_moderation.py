@@ -77,3 +77,16 @@ def test_no_directives_when_nothing_in_the_question_points_anywhere(tmp_path: Pa
     listed = open_demo(tmp_path).list_tables(question=question)
     assert listed.directives == []
     assert listed.directive_note and "nothing in the question" in listed.directive_note
+
+
+def test_concurrent_first_questions_share_one_index_build(tmp_path: Path) -> None:
+    # A server's first clients arrive together on a cold cache: one moderator, one index, no half-saved files.
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = open_demo(tmp_path, timeout_s=60)
+    with ThreadPoolExecutor(8) as pool:
+        listed = list(pool.map(lambda _: env.list_tables(question=QUESTION, knowledge=KNOWLEDGE), range(8)))
+    assert all({d.table for d in x.directives} == {d.table for d in listed[0].directives} for x in listed)
+    assert listed[0].directives
+    saved = list((tmp_path / "cache" / "schema").iterdir())
+    assert len(saved) == 1 and (saved[0] / "manifest.json").exists()

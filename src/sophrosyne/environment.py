@@ -73,6 +73,8 @@ class Environment:
         self._role_envs: dict[str, Environment] = {}
         self._seen: Catalog | None = None  # the database's catalog this environment last derived from
         self._catalog: Catalog | None = None
+        # Calls run in threads side by side: what is set up once per environment is set up under this lock.
+        self._lock = threading.RLock()
 
     @classmethod
     def open(
@@ -114,14 +116,15 @@ class Environment:
         """The same database, catalog and caches, seen by another role (kept, so each role is set up once)."""
         if role is self.role:
             return self
-        env = self._role_envs.get(role.name)
-        if env is None or env.role is not role:
-            env = Environment(
-                self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
-            )
-            env.policy = self.policy
-            self._role_envs[role.name] = env
-        return env
+        with self._lock:
+            env = self._role_envs.get(role.name)
+            if env is None or env.role is not role:
+                env = Environment(
+                    self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
+                )
+                env.policy = self.policy
+                self._role_envs[role.name] = env
+            return env
 
     @property
     def dialect(self) -> str:
@@ -401,19 +404,21 @@ class Environment:
 
     @property
     def moderator(self) -> Moderator:
-        if self._moderator is None:
-            # Imported here: directives and their indexes are not needed to run SQL, and load slowly.
-            from sophrosyne.moderation import Moderator
+        catalog = self.catalog  # read first: a changed schema resets the moderator
+        with self._lock:
+            if self._moderator is None:
+                # Imported here: directives and their indexes are not needed to run SQL, and load slowly.
+                from sophrosyne.moderation import Moderator
 
-            self._moderator = Moderator(
-                self.catalog,
-                self.settings,
-                self._distinct_sample,
-                self.dialect,
-                shared=self.role.unrestricted,
-                probe=self._value_probe,
-            )
-        return self._moderator
+                self._moderator = Moderator(
+                    catalog,
+                    self.settings,
+                    self._distinct_sample,
+                    self.dialect,
+                    shared=self.role.unrestricted,
+                    probe=self._value_probe,
+                )
+            return self._moderator
 
     # -- join inference (sophrosyne.joins) -------------------------------------------------------------------
 

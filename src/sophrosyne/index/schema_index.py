@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -157,16 +158,26 @@ class SchemaIndex:
         return index
 
     def save(self, folder: Path) -> None:
+        """Write the index to `folder` whole or not at all: several processes or threads may save the same
+        schema's index at once, each into a folder of its own, renamed into place."""
         folder = Path(folder)
-        tmp = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        self.bm25.save(str(tmp / "bm25"), show_progress=False)
-        self.vectors.save(tmp)
-        manifest = {"key": self.key, "embedder": self.embedder.name, "docs": [asdict(d) for d in self.docs]}
-        (tmp / "manifest.json").write_text(json.dumps(manifest))
-        shutil.rmtree(folder, ignore_errors=True)
-        tmp.rename(folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+        try:
+            self.bm25.save(str(tmp / "bm25"), show_progress=False)
+            self.vectors.save(tmp)
+            manifest = {"key": self.key, "embedder": self.embedder.name, "docs": [asdict(d) for d in self.docs]}
+            (tmp / "manifest.json").write_text(json.dumps(manifest))
+            if (folder / "manifest.json").exists():
+                shutil.rmtree(folder, ignore_errors=True)  # a stale or damaged entry of the same key
+            try:
+                tmp.rename(folder)
+            except OSError:
+                if not (folder / "manifest.json").exists():
+                    raise
+                # Another writer saved the same index first (same key, same content): keep theirs.
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
     def load(cls, folder: Path, embedder: Embedder | None = None) -> SchemaIndex:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -169,7 +171,13 @@ class ValueIndex:
         return cls.build(catalog, fetch, budget)
 
     def save(self, path: Path) -> None:
-        Path(path).write_text(json.dumps({"columns": self.columns, "values": self.values, "complete": self.complete}))
+        """Written to a file of its own, then renamed into place: a reader never sees half a file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+        with os.fdopen(handle, "w") as out:
+            out.write(json.dumps({"columns": self.columns, "values": self.values, "complete": self.complete}))
+        os.replace(name, path)
 
     @classmethod
     def load(cls, path: Path) -> ValueIndex:
