@@ -131,10 +131,12 @@ def test_list_tables_keeps_its_deadline_while_the_index_builds(tmp_path: Path, m
     started = time.monotonic()
     listed = env.list_tables(question=QUESTION)
     assert time.monotonic() - started <= 2
-    assert listed.tables and not listed.directives
-    # Whichever step the time ran out in, the note says which: the index, or the directives' own work.
-    assert listed.directive_note
-    assert "still being built" in listed.directive_note or "took longer than the 2 s" in listed.directive_note
+    assert listed.tables
+    if not listed.directives:
+        # Whichever step the time ran out in, the note says which: the index, or the directives' own work.
+        # (In a process that has the embedding model loaded already, the index can be ready in time.)
+        assert listed.directive_note
+        assert "still being built" in listed.directive_note or "took longer than the 2 s" in listed.directive_note
     # The schema search waits for the same index within its own limit: hits if it is there by then.
     started = time.monotonic()
     try:

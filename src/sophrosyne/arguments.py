@@ -66,3 +66,19 @@ def argument_error(tool: str, error: ValidationError) -> InvalidArgument:
     else:
         message = f"`{name}` is not valid: {first['msg'].lower()}."
     return InvalidArgument(message, hint="The tool's description lists its arguments and their types.")
+
+
+def cut_for_directives(
+    question: str | None, knowledge: str | None, question_chars: int, knowledge_chars: int
+) -> tuple[str | None, str | None, str | None]:
+    """A question and knowledge cut to the lengths directives read (their work grows with the text), and a
+    note saying what was cut (None when nothing was)."""
+    notes = []
+    kept: list[str | None] = []
+    for what, text, most in (("question", question, question_chars), ("knowledge", knowledge, knowledge_chars)):
+        if text is not None and len(text) > most:
+            notes.append(f"the {what} was cut to its first {most:,} of {len(text):,} characters for directives.")
+            text = shorten(text, most, at_word=True)
+        kept.append(text)
+    joined = " ".join(notes)
+    return kept[0], kept[1], (joined[:1].upper() + joined[1:]) or None

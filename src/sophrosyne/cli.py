@@ -219,7 +219,7 @@ def sources(
     Example: sophrosyne sources --sources sources.toml --question "Which customers ordered teapots?"
     """
     from sophrosyne.display import emit
-    from sophrosyne.mcp_server import ServeSpec
+    from sophrosyne.serving import ServeSpec
 
     with reported():
         if sources_file is not None and db is not None:
@@ -279,8 +279,8 @@ def serve(
     # Over stdio the handshake is answered at once, before the heavy imports below (see handshake.py).
     early = None if http else EarlyStdio(snapshot_path(sys.argv[1:]))
     from sophrosyne.client_config import client_configuration, serve_arguments, server_command
-    from sophrosyne.mcp_server import ServeSpec, serve_workers
-    from sophrosyne.mcp_server import serve as run_server
+    from sophrosyne.serving import ServeSpec, serve_workers
+    from sophrosyne.serving import serve as run_server
 
     with reported():
         if workers > 1 and not http:

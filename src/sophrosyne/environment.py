@@ -9,16 +9,24 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from sophrosyne import describing, guard, listing
-from sophrosyne.arguments import MAX_FOUND_ROWS, MAX_HITS, MAX_SQL_CHARS, MAX_VALUES, count, not_too_long
+from sophrosyne import describing, finding, guard, listing
+from sophrosyne.arguments import (
+    MAX_FOUND_ROWS,
+    MAX_HITS,
+    MAX_SQL_CHARS,
+    MAX_VALUES,
+    count,
+    cut_for_directives,
+    not_too_long,
+)
 from sophrosyne.audit import note_statement
 from sophrosyne.budget import fit
 from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions, table_ref
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.deadline import bounded_call
-from sophrosyne.errors import ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout, RejectedSQL
-from sophrosyne.grounding import Grounder, ValueCache, contains
-from sophrosyne.hints import query_hints
+from sophrosyne.errors import ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
+from sophrosyne.grounding import Grounder, ValueCache, distinct_query
+from sophrosyne.hints import plan_hints, query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy
 from sophrosyne.results import (
@@ -31,7 +39,6 @@ from sophrosyne.results import (
     TableDescription,
     TableGroupInfo,
     TableList,
-    TableRows,
     TableSummary,
     cell,
     cut_note,
@@ -45,9 +52,6 @@ if TYPE_CHECKING:
     from sophrosyne.moderation import Moderator
 
 logger = logging.getLogger("sophrosyne.environment")
-LARGE_TABLE_ROWS = 100_000
-# Below this much time left in a call, no new statement is started (it could not finish).
-MIN_STATEMENT_S = 0.05
 
 
 class Environment:
@@ -183,7 +187,9 @@ class Environment:
         catalog = self.catalog
         budget = self.settings.token_budget
         base = TableList(source=shorten(self.db.name, 80), tables=[])
-        question, knowledge, cut_inputs = self._cut_inputs(question, knowledge)
+        question, knowledge, cut_inputs = cut_for_directives(
+            question, knowledge, self.settings.question_chars, self.settings.knowledge_chars
+        )
         try:
             base.directives, base.directive_note = self.moderator.directives(question, knowledge)
         except (NotReady, QueryTimeout) as exc:
@@ -200,22 +206,6 @@ class Environment:
             catalog, build, pattern=pattern, offset=offset or 0, budget=budget, inferred=self._inferred_joins()
         )
         return fit(page, budget)
-
-    def _cut_inputs(self, question: str | None, knowledge: str | None) -> tuple[str | None, str | None, str | None]:
-        """A question and knowledge cut to the lengths directives read (their work grows with the text)."""
-        notes = []
-        limits = (
-            ("question", question, self.settings.question_chars),
-            ("knowledge", knowledge, self.settings.knowledge_chars),
-        )
-        kept: list[str | None] = []
-        for what, text, most in limits:
-            if text is not None and len(text) > most:
-                notes.append(f"the {what} was cut to its first {most:,} of {len(text):,} characters for directives.")
-                text = shorten(text, most, at_word=True)
-            kept.append(text)
-        joined = " ".join(notes)
-        return kept[0], kept[1], (joined[:1].upper() + joined[1:]) or None
 
     @bounded_call
     def describe_table(self, table: str, offset: int | None = None) -> TableDescription:
@@ -289,56 +279,26 @@ class Environment:
         not_too_long(term, "term")
         limit, capped = count(limit, "limit", self.settings.find_rows_limit, MAX_FOUND_ROWS)
         tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
-        matches: list[TableRows] = []
-        refused: list[str] = []
-        searched = 0
-        stopped = False
-        for t in tables:
-            if _deadline_near():
-                stopped = True
-                break
-            names = (
-                [self._column(t, c).name for c in columns]
-                if columns and table
-                else [c.name for c in t.columns if is_text_type(c.type)]
-            )
-            if columns and not table:
-                names = [c.name for c in t.columns if c.name.lower() in {x.lower() for x in columns}]
-            if not names:
-                continue
-            types = {c.name: c.type for c in t.columns}
-            condition = exp.or_(
-                *(contains(self.db.engine, exp.column(n, quoted=True), types.get(n, ""), term) for n in names)
-            )
-            query = exp.select("*").from_(table_ref(t)).where(condition).limit(limit)
-            try:
-                result = self._query(query.sql(dialect=self.dialect), limit=limit)
-            except QueryTimeout:
-                stopped = True
-                break
-            except RejectedSQL:
-                refused.append(t.name)  # a name the guard reads as a file on this engine: told, not fatal
-                continue
-            searched += 1
-            if not result.rows:
-                continue
-            rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
-            matched = sorted(
-                {n for n in names for r in result.rows if term.lower() in str(r[result.columns.index(n)] or "").lower()}
-                if all(n in result.columns for n in names)
-                else set(names)
-            )
-            matches.append(TableRows(table=t.name, columns=result.columns, rows=rows, matched_columns=matched))
-        cut = None
-        if stopped:
-            cut = (
-                f"cut: stopped at the {self.settings.timeout_s:g} s time limit; {len(tables) - searched} of "
-                f"{len(tables)} tables not searched: pass table= to search one."
-            )
-        if refused:
-            shown = ", ".join(shorten(n, 40) for n in refused[:5])
-            capped = " ".join(x for x in (capped, f"not searched (names read as files here): {shown}.") if x)
-        found = FoundRows(term=term, matches=matches, searched_tables=searched, note=capped, cut=cut)
+        wanted = {x.lower() for x in columns or []}
+
+        def names_of(t: Table) -> list[str]:
+            if columns and table:
+                return [self._column(t, c).name for c in columns]
+            if columns:
+                return [c.name for c in t.columns if c.name.lower() in wanted]
+            return [c.name for c in t.columns if is_text_type(c.type)]
+
+        found = finding.find_rows(
+            term,
+            tables,
+            names_of,
+            lambda sql, most: self._query(sql, limit=most),
+            self.db.engine,
+            limit=limit,
+            value_chars=self.settings.value_chars,
+            timeout_s=self.settings.timeout_s,
+            note=capped,
+        )
         return fit(found, self.settings.token_budget)
 
     @bounded_call
@@ -440,26 +400,12 @@ class Environment:
         known = self.catalog.table(table)
         if not literals or known is None:
             return set()
-        target = exp.column(column, quoted=True)
-        query = (
-            exp.select(target)
-            .distinct()
-            .from_(table_ref(known))
-            .where(target.isin(*(exp.convert(v) for v in literals)))
-            .limit(len(literals))
-            .sql(dialect=self.dialect)
-        )
+        query = distinct_query(known, column, len(literals), self.dialect, among=literals)
         return {row[0] for row in self._query(query, limit=len(literals)).rows}
 
     def _distinct_sample(self, table: str, column: str, limit: int) -> list[Any]:
         """Distinct values of a column for the value index, read through this role's secured path."""
-        query = (
-            exp.select(exp.column(column, quoted=True))
-            .distinct()
-            .from_(table_ref(self.catalog.tables[table]))
-            .limit(limit)
-            .sql(dialect=self.dialect)
-        )
+        query = distinct_query(self.catalog.tables[table], column, limit, self.dialect)
         return [row[0] for row in self._query(query, limit=limit).rows]
 
     @bounded_call
@@ -468,16 +414,7 @@ class Environment:
         result, executed, expression = self._secure(sql, limit=500, explain=True)
         plan, scanned = self.db.engine.read_plan(result.columns, result.rows)
         # Sizes as this role sees them: a filtered table's full size is not its to know.
-        hints = query_hints(expression, self.catalog, self.db.index_leads())
-        hints += [
-            f"full scan of {t.name} (~{t.row_estimate:,} rows), a large table: filter on an indexed column "
-            "or the leading column of a composite index."
-            for t in self.catalog.tables.values()
-            if t.name.lower() in scanned
-            and (t.row_estimate or 0) >= LARGE_TABLE_ROWS
-            # The hint read from the query already names the column: the plan's adds nothing.
-            and not any(h.startswith(f"full scan of {t.name} (") for h in hints)
-        ]
+        hints = plan_hints(expression, self.catalog, self.db.index_leads(), scanned)
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
             hidden = QueryPlan(
@@ -544,14 +481,6 @@ class Environment:
 
     def _column(self, table: Table, name: str) -> Column:
         return column_named(table, name)
-
-
-def _deadline_near() -> bool:
-    """Less than a statement's worth of the call's time left: stop starting new work."""
-    from sophrosyne import deadline
-
-    running = deadline.current()
-    return running is not None and running.remaining() < MIN_STATEMENT_S
 
 
 def _select_all(table: Table, dialect: str, limit: int) -> str:

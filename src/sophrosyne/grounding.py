@@ -247,3 +247,12 @@ def _found_note(
     if complete:
         return f"No value of {t.name}.{c.name} holds {search!r}; other spellings were not checked."
     return f"No value of {t.name}.{c.name} holding {search!r} was found in the rows searched."
+
+
+def distinct_query(table: Table, column: str, limit: int, dialect: str, among: list[Any] | None = None) -> str:
+    """`SELECT DISTINCT column FROM table [WHERE column IN (among)] LIMIT limit`, quoted for `dialect`."""
+    target = exp.column(column, quoted=True)
+    query = exp.select(target).distinct().from_(table_ref(table)).limit(limit)
+    if among is not None:
+        query = query.where(target.isin(*(exp.convert(v) for v in among)))
+    return query.sql(dialect=dialect)

@@ -30,6 +30,24 @@ def query_hints(
     return sorted(set(hints))
 
 
+def plan_hints(
+    expression: exp.Expression, catalog: Catalog, leads: dict[str, set[str]] | None, scanned: set[str]
+) -> list[str]:
+    """The query's own hints, and a full-scan hint for each large table the engine's plan reads whole
+    (`scanned`, lower-cased) that the query's hints do not already name. Sizes as `catalog` (the role's) has them."""
+    hints = query_hints(expression, catalog, leads)
+    hints += [
+        f"full scan of {t.name} (~{t.row_estimate:,} rows), a large table: filter on an indexed column "
+        "or the leading column of a composite index."
+        for t in catalog.tables.values()
+        if t.name.lower() in scanned
+        and _large(t)
+        # The hint read from the query already names the column: the plan's adds nothing.
+        and not any(h.startswith(f"full scan of {t.name} (") for h in hints)
+    ]
+    return hints
+
+
 def _visible(column: exp.Column, table: Table) -> bool:
     return table.column(column.name) is not None
 

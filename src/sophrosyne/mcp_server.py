@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -17,15 +15,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
-from starlette.applications import Starlette
 
 from sophrosyne import __version__
 from sophrosyne.arguments import argument_error
 from sophrosyne.audit import AuditLog, statements
 from sophrosyne.environment import Environment
-from sophrosyne.errors import AccessDenied, ConfigError, SophrosyneError
-from sophrosyne.handshake import EarlyStdio
-from sophrosyne.lifecycle import Calls, add_health, health_of, keep_streams_on_exit, warn_if_exposed
+from sophrosyne.errors import AccessDenied, SophrosyneError
+from sophrosyne.lifecycle import Calls, add_health, health_of
 from sophrosyne.results import (
     QueryOutput,
     TableList,
@@ -36,8 +32,7 @@ from sophrosyne.results import (
     render_table,
     shorten,
 )
-from sophrosyne.settings import Settings
-from sophrosyne.sources import Sources, load_sources
+from sophrosyne.sources import Sources
 from sophrosyne.surface import LeanServer
 
 logger = logging.getLogger("sophrosyne.mcp")
@@ -379,7 +374,7 @@ class _WarmAfterHandshake:
         if not self.started:
             self.started = True
             for env in self.sources.environments.values():
-                warm_in_background(env)
+                env.warm()  # in the background: the server answers meanwhile
         return result
 
 
@@ -437,114 +432,3 @@ def _add_run_python(server: MCPServer, sources: Sources, mapped: Callable[[ToolF
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=output.model_dump(mode="json")
         )
-
-
-def serve(
-    target: Environment | Sources,
-    *,
-    http: bool = False,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    log_level: str = "warning",
-    early: EarlyStdio | None = None,
-    allow_python: bool = False,
-) -> None:
-    """Run the server over stdio (default) or streamable HTTP until the client leaves or SIGTERM comes;
-    calls in flight then finish (within `timeout_s`) before it exits. `early` is the stdio wire taken at
-    start-up, whose thread has answered the handshake meanwhile."""
-    import anyio
-
-    from sophrosyne.lifecycle import serve_http, serve_stdio
-
-    sources = target if isinstance(target, Sources) else Sources.single(target)
-    require_token = http and any(env.policy is not None for env in sources.environments.values())
-    calls = Calls()
-    server = build_server(
-        sources, http_url=f"http://{host}:{port}", require_token=require_token, calls=calls, allow_python=allow_python
-    )
-    drain_s = sources.settings.timeout_s + 1
-    if http:
-        for env in sources.environments.values():
-            warn_if_exposed(host, env)
-        app = http_asgi(server, host)
-        anyio.run(serve_http, app, calls, host, port, drain_s, log_level)
-    else:
-        anyio.run(serve_stdio, server, calls, drain_s, early)
-
-
-def warm_in_background(env: Environment) -> None:
-    """Read the schema and build (or load) the directive index in the background: the server answers at once,
-    and tools that need them wait within their deadline or say they are still loading."""
-    env.warm()
-
-
-class ServeSpec(BaseModel):
-    """What `sophrosyne serve` was asked, so that each HTTP worker process opens the same sources."""
-
-    db: str | None = None
-    sources: Path | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    config: Path | None = None
-    descriptions: Path | None = None
-    policy: Path | None = None
-    role: str | None = None
-    directives: str | None = None
-    audit_log: Path | None = None
-    allow_python: bool = False
-    drain_s: float = 11.0
-
-    def open(self) -> Sources:
-        """The sources file's databases, or the one database given."""
-        settings = Settings.load(
-            self.config, policy_file=self.policy, directives=self.directives, audit_log=self.audit_log
-        )
-        if self.sources is not None:
-            if self.policy is not None or self.role is not None or self.descriptions is not None:
-                raise ConfigError(
-                    "with --sources, each source names its own policy, role and descriptions.",
-                    hint="Set policy, role and descriptions per source in the sources file.",
-                )
-            return Sources.open(load_sources(self.sources), settings, probe=False)
-        env = Environment.open(
-            self.db or "", settings=settings, descriptions=self.descriptions, role_name=self.role, probe=False
-        )
-        return Sources.single(env)
-
-
-SPEC_VARIABLE = "SOPHROSYNE_SERVE_SPEC"
-
-
-def serve_workers(spec: ServeSpec, workers: int) -> None:
-    """Streamable HTTP in several processes: uvicorn starts each from `http_app`, which reads the spec."""
-    import uvicorn
-
-    os.environ[SPEC_VARIABLE] = spec.model_dump_json()
-    uvicorn.run(
-        "sophrosyne.mcp_server:http_app",
-        factory=True,
-        host=spec.host,
-        port=spec.port,
-        workers=workers,
-        log_level="info",
-        timeout_graceful_shutdown=int(spec.drain_s) + 1,
-    )
-
-
-def http_app() -> Starlette:
-    """The ASGI app of one HTTP worker, built from the spec its parent process left in the environment."""
-    spec = ServeSpec.model_validate_json(os.environ[SPEC_VARIABLE])
-    sources = spec.open()
-    for env in sources.environments.values():
-        warm_in_background(env)
-    url = f"http://{spec.host}:{spec.port}"
-    require_token = any(env.policy is not None for env in sources.environments.values())
-    server = build_server(sources, http_url=url, require_token=require_token, allow_python=spec.allow_python)
-    return http_asgi(server, spec.host)
-
-
-def http_asgi(server: MCPServer, host: str) -> Starlette:
-    """Stateless streamable HTTP: each request stands alone, so any worker serves it. Answers are event
-    streams, so a client that gives up closes its stream and the call stops (see lifecycle.keep_streams)."""
-    keep_streams_on_exit()
-    return server.streamable_http_app(stateless_http=True, host=host)

@@ -309,7 +309,7 @@ async def answer(
     final_sql = outcome.sql if outcome is not None and outcome.kind == "answer" else None
     verdict = await asyncio.to_thread(scorer.score_sql, question, final_sql)
     catalog = env.catalog
-    gold = gold_tables_of(question.sql, catalog, "sqlite" if plan.suite.dialect == "sqlite" else plan.suite.dialect)
+    gold = gold_tables_of(question.sql, catalog, plan.suite.dialect)
     steps = outcome.trace.steps if outcome is not None else []
     exploration = measure(
         [(s.name, s.arguments) for s in steps if s.kind == "tool"],

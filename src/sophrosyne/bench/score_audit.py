@@ -23,7 +23,7 @@ def attach_audit(
             continue
         question = verdict.question
         catalog = suite.catalogs.get(question.db_id)
-        dialect = "sqlite" if suite.dialect == "sqlite" else suite.dialect
+        dialect = suite.dialect
         verdict.exploration = measure(
             work.calls,
             gold=gold_tables_of(question.sql, catalog, dialect),

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from sophrosyne import engines
 from sophrosyne.bench.datasets import Question, datasets_root, load_catalogs, load_questions
 from sophrosyne.errors import ConfigError
 
@@ -76,8 +77,9 @@ def load_suite(name: str, *, root: Path | None = None, db_url: str | None = None
         dialect = _MINI_DEV[name]
         folder = root / "bird_mini_dev"
         questions = load_questions(folder / f"mini_dev_{dialect}.json")
-        suite = Suite(name, "bird", "postgres" if dialect == "postgresql" else dialect, questions)
-        if dialect == "sqlite":
+        engine = engines.for_dialect(dialect)  # mini-dev says `postgresql` where sqlglot says `postgres`
+        suite = Suite(name, "bird", engine.name, questions)
+        if isinstance(engine, engines.FileEngine):  # its databases are the shipped files
             return _runnable(suite, root / "bird_dev" / "dev_databases", folder / "dev_tables.json", db_url)
         _describe(suite, folder / "dev_tables.json", root / "bird_dev" / "dev_databases")
         return _on_server(suite, db_url)

@@ -1,0 +1,54 @@
+"""One record per database engine (read-only sessions, timeouts, plans, estimates, fences, catalogs), the way
+sqlglot gives each dialect one class: adding an engine means adding one record and its tests."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from sophrosyne.engines.base import CONNECT_TIMEOUT_S, OPEN_WAIT_S, Cursor, Engine, FileEngine, Row, ServerEngine
+from sophrosyne.engines.files import DuckDB, SQLite
+from sophrosyne.engines.servers import MySQL, PostgreSQL
+
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "ENGINES",
+    "OPEN_WAIT_S",
+    "Cursor",
+    "DuckDB",
+    "Engine",
+    "FileEngine",
+    "MySQL",
+    "PostgreSQL",
+    "Row",
+    "SQLite",
+    "ServerEngine",
+    "file_suffixes",
+    "for_dialect",
+    "for_file",
+    "named",
+]
+
+ENGINES: tuple[Engine, ...] = (SQLite(), DuckDB(), PostgreSQL(), MySQL())
+_NAMED = {name: engine for engine in ENGINES for name in (engine.name, *engine.aliases)}
+
+
+def named(name: str) -> Engine | None:
+    """The engine Sophrosyne runs on under this name or alias (case-insensitive), or None."""
+    return _NAMED.get(name.lower())
+
+
+@lru_cache(maxsize=64)
+def for_dialect(dialect: str) -> Engine:
+    """The record of a sqlglot dialect: an engine's own, or the cautious defaults for any other dialect."""
+    return named(dialect) or Engine(dialect.lower())
+
+
+def for_file(path: Path) -> FileEngine | None:
+    """The file engine that opens files with this suffix, or None."""
+    suffix = path.suffix.lower()
+    return next((e for e in ENGINES if isinstance(e, FileEngine) and suffix in e.file_suffixes), None)
+
+
+def file_suffixes() -> list[str]:
+    return [s for e in ENGINES if isinstance(e, FileEngine) for s in e.file_suffixes]

@@ -1,0 +1,165 @@
+"""What sets one database engine apart: the record every engine fills in (see files.py and servers.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from sophrosyne import catalog_reader
+from sophrosyne.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from sophrosyne.catalog import Catalog
+    from sophrosyne.connection import Database
+
+
+Row = Sequence[Any]
+# Seconds a server connection may take to open before the server is called unreachable.
+CONNECT_TIMEOUT_S = 5
+# Seconds a new SQLite connection waits for a writer's lock before the file is called locked.
+OPEN_WAIT_S = 1.0
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor that sessions use (DuckDB's connection is one too)."""
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]] | None: ...
+    def execute(self, sql: str, /) -> Any: ...
+    def fetchone(self) -> Row | None: ...
+    def fetchmany(self, size: int, /) -> Sequence[Row]: ...
+    def fetchall(self) -> Sequence[Row]: ...
+
+
+class Engine:
+    """What sets one database engine apart, the way sqlglot gives each dialect one class.
+
+    The guard and the policy also check SQL written for sqlglot dialects Sophrosyne does not run on: such a
+    dialect gets an instance of this base class, whose defaults are the cautious ones.
+    """
+
+    name: str = ""
+    # Other names of the same engine: SQLAlchemy backends and URL schemes.
+    aliases: ClassVar[tuple[str, ...]] = ()
+    # The schema a table name may be qualified with while still naming the catalog's table.
+    default_schema: ClassVar[str | None] = None
+    # Whether a CTE body sees the CTEs defined after it in the same WITH (without, and with, RECURSIVE).
+    ctes_see_later_siblings: ClassVar[bool] = False
+    recursive_ctes_see_later_siblings: ClassVar[bool] = False
+    # A role's filtered CTE must run before the query's own predicates (see policy/rewrite.py): MATERIALIZED
+    # fences it where the engine honours that, a LIMIT stops merging and predicate push-down elsewhere.
+    fence_materialized: ClassVar[bool] = False
+    fence_limit: ClassVar[str | None] = None
+    # Whether `GROUP BY t.pk` lets other columns of `t` be selected only when `t` is a base table (PostgreSQL's
+    # functional dependency), so that a role's CTE for `t` needs them grouped too.
+    groups_by_key_on_base_tables_only: ClassVar[bool] = False
+    # Whether an unaliased computed column is named by its SQL text (so a rewrite must not change that text).
+    names_columns_by_text: ClassVar[bool] = False
+    # Whether inner joins of fenced CTEs are pinned to the written order (see Rewriter._join_in_written_order).
+    joins_fences_in_written_order: ClassVar[bool] = False
+    # The statement prefix that asks for a plan, and a plan line naming a table read whole.
+    explain: ClassVar[str] = "EXPLAIN"
+    full_scan: ClassVar[re.Pattern[str] | None] = None
+    # Case-insensitive substring search: ILIKE where there is one, else LIKE where it ignores ASCII case.
+    has_ilike: ClassVar[bool] = False
+    like_ignores_ascii_case: ClassVar[bool] = False
+    # Whether a table name that looks like a file is read as that file (DuckDB's replacement scans).
+    reads_file_names: ClassVar[bool] = True
+    # Whether a row estimate of 0 may only mean "not counted yet" (InnoDB statistics).
+    zero_estimate_unknown: ClassVar[bool] = False
+
+    def __init__(self, name: str | None = None) -> None:
+        if name is not None:
+            self.name = name
+
+    def __repr__(self) -> str:
+        return f"<engine {self.name}>"
+
+    @contextmanager
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        """A cursor inside a read-only transaction with a statement deadline; always rolled back.
+
+        `fenced`: the statement joins fenced CTEs of a role (see policy/rewrite.py), which have no indexes
+        or column statistics; engines whose planner then picks quadratic nested loops are steered off them.
+        """
+        raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
+        yield  # pragma: no cover - makes this a generator
+
+    def interrupt(self, raw: Any) -> None:
+        """Stop the statement running on connection `raw` (called from another thread); by default, nothing."""
+
+    def read_plan(self, columns: list[str], rows: Sequence[Row]) -> tuple[list[str], set[str]]:
+        """The plan as lines of text, and the (lower-cased) tables it reads whole."""
+        lines = [" ".join(str(v) for v in row if v is not None) for row in rows]
+        pattern = self.full_scan
+        scanned = {m.lower() for line in lines for m in pattern.findall(line)} if pattern else set()
+        return lines, scanned
+
+    def row_estimates(self, cursor: Cursor) -> dict[str, int]:
+        """Row counts from the engine's statistics, by table; tables without any are left out."""
+        return {}
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        """(table, column) for the first column of every index, primary keys included: the columns an
+        equality or range can seek on. None where unknown (DuckDB scans by zone maps): no index hints there."""
+        return None
+
+    def schemas(self, cursor: Cursor) -> tuple[list[str | None], list[str]]:
+        """The schemas on the search path (their tables go by plain name), then the other readable ones."""
+        return [None], []
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        """Something cheap to read that changes whenever a table or column is added, dropped or changed."""
+        return None
+
+    def read_tables(self, db: Database) -> Catalog:
+        """Tables, views, columns, keys and comments (row estimates are filled in by catalog_reader)."""
+        raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
+
+
+class FileEngine(Engine):
+    """An engine over one local file, reached through its own DB-API driver (no SQLAlchemy: it starts fast)."""
+
+    file_suffixes: ClassVar[tuple[str, ...]] = ()
+    driver: ClassVar[str] = ""
+    reads_file_names = False
+
+    def connect(self, path: Path) -> Any:
+        """A new read-only connection to the file, usable from any thread (one at a time)."""
+        raise NotImplementedError
+
+    def error(self) -> type[Exception]:
+        """The driver's base error class."""
+        raise NotImplementedError
+
+    def probe(self, raw: Any) -> None:
+        """Read something from a new connection, so a file that is no database fails here, not later."""
+
+
+class ServerEngine(Engine):
+    """An engine behind a URL, reached through SQLAlchemy's URL parsing, pool and inspector."""
+
+    # The DB-API driver used, and the driver names of a URL that are replaced by it.
+    driver: ClassVar[str] = ""
+    replaced_drivers: ClassVar[tuple[str, ...]] = ()
+    # URL schemes SQLAlchemy knows by another name (`postgres://`, as Heroku and libpq write it).
+    backend_names: ClassVar[dict[str, str]] = {}
+    reads_file_names = False
+
+    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
+        """The URL to connect with (the driver chosen) and the driver's connect arguments."""
+        scheme, _, driver = url.drivername.partition("+")
+        backend = self.backend_names.get(scheme.lower(), scheme)
+        if not driver or driver in self.replaced_drivers:
+            driver = self.driver
+        if f"{backend}+{driver}" != url.drivername:
+            url = url.set(drivername=f"{backend}+{driver}")
+        return url, {}
+
+    def read_tables(self, db: Database) -> Catalog:
+        return catalog_reader.read_inspected(db)

@@ -1,0 +1,190 @@
+"""The engines over a local file, on their own DB-API drivers: SQLite and DuckDB."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sophrosyne import catalog_reader
+from sophrosyne.engines.base import OPEN_WAIT_S, Cursor, FileEngine, Row
+
+if TYPE_CHECKING:
+    from sophrosyne.catalog import Catalog
+    from sophrosyne.connection import Database
+
+
+class SQLite(FileEngine):
+    name = "sqlite"
+    file_suffixes = (".sqlite", ".sqlite3", ".db")
+    driver = "sqlite3"
+    default_schema = "main"
+    ctes_see_later_siblings = True
+    recursive_ctes_see_later_siblings = True
+    fence_materialized = True
+    # A LIMIT also stops SQLite pushing the query's conditions down into the CTE.
+    fence_limit = "-1"
+    names_columns_by_text = True
+    explain = "EXPLAIN QUERY PLAN"
+    # The rewrite pins a role's tables as main.<table>: the schema is skipped.
+    full_scan = re.compile(r"(?:^|\s)SCAN (?:TABLE )?(?:main\.)?\"?(\w+)")
+    like_ignores_ascii_case = True
+
+    def connect(self, path: Path) -> Any:
+        # mode=ro makes SQLite itself refuse writes; query_only is a second lock on the same door.
+        # A file locked by a writer is waited for briefly on opening; a session waits as long as its deadline.
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=OPEN_WAIT_S)
+        conn.execute("PRAGMA query_only = 1")
+        # ATTACH and VACUUM INTO create files even on a read-only connection: allow no attached database.
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        # SQLite's own LOWER folds ASCII only; agents search names such as 'École' too.
+        conn.create_function("lower", 1, _unicode_lower, deterministic=True)
+        # REGEXP and floor() as SQLAlchemy's SQLite driver provided them, which queries written here rely on.
+        conn.create_function("regexp", 2, _regexp, deterministic=True)
+        conn.create_function("floor", 1, _floor, deterministic=True)
+        return conn
+
+    def error(self) -> type[Exception]:
+        return sqlite3.Error
+
+    def interrupt(self, raw: Any) -> None:
+        raw.interrupt()  # thread-safe: the running statement ends with "interrupted"
+
+    def probe(self, raw: Any) -> None:
+        raw.execute("PRAGMA schema_version").fetchone()  # reads the header: "file is not a database"
+
+    @contextmanager
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        deadline = time.monotonic() + timeout_s
+        raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+        raw.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+        cursor = raw.cursor()
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+            raw.set_progress_handler(None, 0)
+            raw.rollback()
+
+    def row_estimates(self, cursor: Cursor) -> dict[str, int]:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_stat1'")
+        if cursor.fetchone() is None:
+            return {}
+        cursor.execute("SELECT tbl, stat FROM sqlite_stat1")
+        estimates: dict[str, int] = {}
+        for table, stat in cursor.fetchall():
+            head = str(stat or "").split(" ")[0]
+            if head.isdigit():
+                estimates[table] = max(estimates.get(table, 0), int(head))
+        return estimates
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT m.name, ii.name FROM sqlite_master AS m, pragma_index_list(m.name) AS il, "
+            "pragma_index_info(il.name) AS ii WHERE m.type = 'table' AND ii.seqno = 0"
+        )
+        leads = [(str(t), str(c)) for t, c in cursor.fetchall()]
+        # An INTEGER PRIMARY KEY is the rowid itself, with no index of its own.
+        cursor.execute(
+            "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+            "WHERE m.type = 'table' AND p.pk = 1"
+        )
+        return leads + [(str(t), str(c)) for t, c in cursor.fetchall()]
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute("PRAGMA schema_version")  # bumped by SQLite on every schema change
+        return tuple(cursor.fetchone() or ())
+
+    def read_tables(self, db: Database) -> Catalog:
+        return catalog_reader.read_sqlite(db)
+
+
+class DuckDB(FileEngine):
+    name = "duckdb"
+    file_suffixes = (".duckdb",)
+    driver = "duckdb"
+    default_schema = "main"
+    fence_materialized = True
+    has_ilike = True
+    reads_file_names = True
+
+    def connect(self, path: Path) -> Any:
+        import duckdb
+
+        # No files, network or extensions, and no Python variables standing in for tables.
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "enable_external_access": False,
+            "python_enable_replacements": False,
+        }
+        if "?" not in str(path):
+            return duckdb.connect(str(path), read_only=True, config=config)
+        # DuckDB names the write-ahead log of `a?b` as `a.wal?b`, a path outside the database, which it may
+        # not open without external access: the access is closed right after opening (and cannot be opened
+        # again while the database runs), before any statement.
+        del config["enable_external_access"]
+        conn = duckdb.connect(str(path), read_only=True, config=config)
+        conn.execute("SET enable_external_access = false")
+        return conn
+
+    def error(self) -> type[Exception]:
+        import duckdb
+
+        return duckdb.Error
+
+    def interrupt(self, raw: Any) -> None:
+        raw.interrupt()
+
+    @contextmanager
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        import duckdb
+
+        timer = threading.Timer(timeout_s, raw.interrupt)
+        timer.daemon = True
+        timer.start()
+        try:
+            # The connection is its own cursor: cursor() would open another connection, which interrupt()
+            # does not reach.
+            yield raw
+        finally:
+            timer.cancel()
+            # No transaction is open in the usual case: statements here commit themselves.
+            with contextlib.suppress(duckdb.TransactionException):
+                raw.rollback()
+
+    def read_plan(self, columns: list[str], rows: Sequence[Row]) -> tuple[list[str], set[str]]:
+        lines = [line for row in rows for line in str(row[-1]).splitlines() if line.strip()]
+        text = "\n".join(lines)
+        scanned: set[str] = set()
+        if "Seq Scan" in text or "SEQ_SCAN" in text:
+            scanned = {m.split(".")[-1].lower() for m in re.findall(r"Table: ([^\s│]+)", text)}
+        return lines, scanned
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute(
+            "SELECT count(*), sum(hash(schema_name || '.' || table_name || '.' || column_name || ':' || data_type)) "
+            "FROM duckdb_columns() WHERE database_name = current_database()"
+        )
+        return tuple(cursor.fetchone() or ())
+
+    def read_tables(self, db: Database) -> Catalog:
+        # Row estimates come with the tables: DuckDB keeps them in its own catalog.
+        return catalog_reader.read_duckdb(db)
+
+
+def _unicode_lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _regexp(pattern: str, value: str | None) -> bool | None:
+    return None if value is None else re.search(pattern, value) is not None
+
+
+def _floor(value: Any) -> Any:
+    return None if value is None else math.floor(value)

@@ -1,0 +1,192 @@
+"""The engines behind a URL, through SQLAlchemy: PostgreSQL and MySQL (MariaDB included)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sophrosyne.engines.base import CONNECT_TIMEOUT_S, Cursor, Row, ServerEngine
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+
+class PostgreSQL(ServerEngine):
+    name = "postgres"
+    aliases = ("postgresql",)
+    driver = "psycopg"
+    replaced_drivers = ("psycopg2", "postgresql")
+    backend_names: ClassVar[dict[str, str]] = {"postgres": "postgresql"}
+    default_schema = "public"
+    recursive_ctes_see_later_siblings = True
+    fence_materialized = True
+    groups_by_key_on_base_tables_only = True
+    full_scan = re.compile(r"Seq Scan on \"?(\w+)")
+    has_ilike = True
+
+    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
+        url, connect_args = super().prepare_url(url)
+        # Every transaction of these sessions starts read-only, even one begun after a stray COMMIT.
+        # Options given in the URL (a search_path, say) are kept beside it.
+        given = url.query.get("options")
+        extra = given if isinstance(given, str) else " ".join(given or ())
+        connect_args["options"] = f"{extra} -c default_transaction_read_only=on".strip()
+        if "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S  # an unreachable host fails in seconds
+        return url.difference_update_query(["options"]), connect_args
+
+    @contextmanager
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        cursor = raw.cursor()
+        try:
+            # Settings local to this transaction, in one round trip: read-only (as SET TRANSACTION READ ONLY;
+            # the connection's default already is) and the statement deadline.
+            settings = {"transaction_read_only": "on", "statement_timeout": str(int(timeout_s * 1000))}
+            if fenced:
+                # A MATERIALIZED CTE has no statistics: an equality on it is guessed to keep 0.5% of the rows,
+                # and the planner then rescans one CTE per row of another (1.3 s against 9 ms on BIRD's
+                # toxicology). Without nested loops it hashes; where nothing else works it still nests, at a
+                # cost so high that JIT compilation would start (0.45 s): JIT is off for these statements.
+                settings |= {"enable_nestloop": "off", "jit": "off"}
+            cursor.execute("SELECT " + ", ".join(f"set_config('{k}', '{v}', true)" for k, v in settings.items()))
+            yield cursor
+        finally:
+            cursor.close()
+            raw.rollback()
+
+    def interrupt(self, raw: Any) -> None:
+        # The server's own cancel request, on a connection of its own: the session's stays busy meanwhile.
+        raw.driver_connection.cancel_safe(timeout=3.0)
+
+    def row_estimates(self, cursor: Cursor) -> dict[str, int]:
+        # Tables of the current schema by name, the others as schema.name (as the catalog names them).
+        cursor.execute(
+            "SELECT CASE WHEN n.nspname = current_schema() THEN c.relname ELSE n.nspname || '.' || c.relname END, "
+            "c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            f"WHERE {_PG_USER_SCHEMAS} AND c.relkind IN ('r', 'p', 'm')"
+        )
+        return {name: int(n) for name, n in cursor.fetchall() if n is not None and n >= 0}
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] "
+            "WHERE n.nspname = current_schema()"
+        )
+        return [(str(t), str(c)) for t, c in cursor.fetchall()]
+
+    def schemas(self, cursor: Cursor) -> tuple[list[str | None], list[str]]:
+        cursor.execute("SELECT current_schemas(false)")
+        row = cursor.fetchone()
+        path: list[str | None] = list(row[0]) if row and row[0] else []
+        cursor.execute(
+            f"SELECT n.nspname FROM pg_namespace n WHERE {_PG_USER_SCHEMAS} "
+            "AND has_schema_privilege(n.oid, 'USAGE') ORDER BY n.nspname"
+        )
+        return path, [name for (name,) in cursor.fetchall() if name not in path]
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        # One pass over the columns of user tables: a new, dropped or renamed table or column, or a changed
+        # type, changes the sum; statistics and data do not.
+        cursor.execute(
+            "SELECT count(*), sum(hashtext(n.nspname || '.' || c.relname || '.' || a.attname || ':' "
+            "|| a.atttypid::text)) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            f"WHERE {_PG_USER_SCHEMAS} AND a.attnum > 0 AND NOT a.attisdropped "
+            "AND c.relkind IN ('r', 'v', 'm', 'p', 'f')"
+        )
+        return tuple(cursor.fetchone() or ())
+
+
+class MySQL(ServerEngine):
+    """MySQL and MariaDB: one SQL dialect, two names for the statement deadline."""
+
+    name = "mysql"
+    aliases = ("mariadb",)
+    driver = "pymysql"
+    replaced_drivers = ("mysqldb", "mysql", "mariadb")
+    # The largest LIMIT there is: it keeps every row yet stops the CTE being merged into the query.
+    fence_limit = "18446744073709551615"
+    joins_fences_in_written_order = True
+    names_columns_by_text = True
+    zero_estimate_unknown = True
+
+    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
+        url, connect_args = super().prepare_url(url)
+        if "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+        return url, connect_args
+
+    @contextmanager
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        cursor = raw.cursor()
+        mariadb = "mariadb" in str(getattr(cursor.connection, "server_version", "")).lower()
+        variable = "max_statement_time" if mariadb else "max_execution_time"
+        # MariaDB joins LIMIT-fenced derived tables, which have no keys, by block nested loops under its
+        # default join_cache_level 2 (a three-table join: 210 s against 0.4 s direct); level 4 hashes them.
+        # MySQL 8 hashes such joins by itself and has no such variable.
+        hashed = fenced and mariadb
+        try:
+            deadline = f"{timeout_s:.3f}" if mariadb else str(int(timeout_s * 1000))  # seconds vs milliseconds
+            cursor.execute(f"SET SESSION {variable} = {deadline}")
+            if hashed:
+                cursor.execute("SET SESSION join_cache_level = 4")
+            # DDL commits implicitly in MySQL; a read-only session default still refuses it after that.
+            cursor.execute("SET SESSION TRANSACTION READ ONLY")
+            cursor.execute("START TRANSACTION READ ONLY")
+            yield cursor
+        finally:
+            try:
+                raw.rollback()
+                # Session variables outlive the session on a pooled connection: give the deadline back.
+                cursor.execute(f"SET SESSION {variable} = 0")
+                if hashed:
+                    cursor.execute("SET SESSION join_cache_level = DEFAULT")
+            finally:
+                cursor.close()
+
+    def interrupt(self, raw: Any) -> None:
+        import pymysql
+
+        # MySQL stops a statement only when asked from another connection, by the thread id of the first.
+        busy = raw.driver_connection
+        killer = pymysql.connect(
+            host=busy.host, port=busy.port, user=busy.user, password=busy.password, connect_timeout=3
+        )
+        try:
+            with killer.cursor() as cursor:
+                cursor.execute(f"KILL QUERY {int(busy.thread_id())}")
+        finally:
+            killer.close()
+
+    def read_plan(self, columns: list[str], rows: Sequence[Row]) -> tuple[list[str], set[str]]:
+        lines, scanned = super().read_plan(columns, rows)
+        if "table" in columns and "type" in columns:
+            i, j = columns.index("table"), columns.index("type")
+            scanned = {str(row[i]).lower() for row in rows if str(row[j]).upper() == "ALL"}
+        return lines, scanned
+
+    def row_estimates(self, cursor: Cursor) -> dict[str, int]:
+        cursor.execute("SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = DATABASE()")
+        return {name: int(n) for name, n in cursor.fetchall() if n is not None}
+
+    def index_leads(self, cursor: Cursor) -> list[tuple[str, str]] | None:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.statistics "
+            "WHERE table_schema = DATABASE() AND seq_in_index = 1"
+        )
+        return [(str(t), str(c)) for t, c in cursor.fetchall()]
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        cursor.execute(
+            "SELECT COUNT(*), SUM(CRC32(CONCAT_WS('.', table_name, column_name, column_type))) "
+            "FROM information_schema.columns WHERE table_schema = DATABASE()"
+        )
+        return tuple(cursor.fetchone() or ())
+
+
+# The schemas of PostgreSQL's own catalogs; every other schema holds user tables.
+_PG_USER_SCHEMAS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
