@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
 import sqlite3
 import time
@@ -197,7 +198,8 @@ def build_database(
             shape.reused = True
             return shape
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
+    # Each builder writes its own file (test workers may build the same database at once); the last rename wins.
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     partial.unlink(missing_ok=True)
     started = time.perf_counter()
     rng = random.Random(seed)
