@@ -71,6 +71,8 @@ class EarlyStdio:
         self._lines.put(None)
 
     def _answer_early(self, line: str) -> None:
+        if not any(f'"{method}"' in line for method in _EARLY):
+            return  # a tool call: parsed once, by the SDK
         try:
             message = json.loads(line)
         except ValueError:
@@ -110,6 +112,11 @@ class EarlyStdio:
 
     def deliver(self, text: str) -> None:
         """One message from the SDK: sent, unless it answers what was answered early."""
+        if not self._answered:  # nothing asked of the snapshot is waiting: a tool's answer goes straight out
+            with self._lock:
+                self._wire_out.write(text.encode())
+                self._wire_out.flush()
+            return
         try:
             message = json.loads(text)
         except ValueError:
