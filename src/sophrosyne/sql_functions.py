@@ -7,6 +7,9 @@
    user-defined function running with the service account's rights) unless listed as allowed below.
 3. Allowed: every other function. In FROM, only the table functions listed here, which turn values into
    rows: engines hide file readers, catalog dumps and remote scans behind table functions.
+
+Apart from the tiers, `leakproof` says which expressions may run on a row a role's filter drops (see
+policy/fence.py): those whose outcome, an error or a side effect, cannot depend on that row's values.
 """
 
 from __future__ import annotations
@@ -141,6 +144,40 @@ TABLE_FUNCTION_TYPES = (exp.GenerateSeries, exp.ExplodingGenerateSeries, exp.Unn
 # Table functions an unrestricted role may call but a restricted one never: their first argument is a row
 # type, and a table's row type (`NULL::employees`) would list that table's columns, hidden ones included.
 TABLE_FUNCTIONS_UNRESTRICTED = frozenset({"json_populate_recordset", "jsonb_populate_recordset"})
+
+
+# Leakproof: expressions that cannot raise an error or have a side effect whatever the values of a row, so
+# that the engine may run them on rows the role's filter drops without telling anything about those rows.
+# Comparisons, logic, NULL tests, IN lists, CASE and COALESCE, and functions over text that fail only for
+# bad constant arguments. Not leakproof: arithmetic (overflow, division by zero), casts (a value that does
+# not convert), and every other function. An expression without columns or subqueries is evaluated alike
+# on every row, so it is leakproof whatever it calls (a function with side effects is refused anyway).
+LEAKPROOF_TYPES: tuple[type[exp.Expr], ...] = (
+    exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Star, exp.Paren, exp.Alias, exp.Tuple,
+    exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ,
+    exp.NullSafeNEQ, exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape, exp.Exists, exp.Any,
+    exp.All, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Lower, exp.Upper, exp.Length, exp.Trim,
+    exp.Substring, exp.Left, exp.Right, exp.Concat, exp.DPipe, exp.Count, exp.Max, exp.Min, exp.Distinct, exp.Ordered,
+)  # fmt: skip
+# Arguments that must be constant for the function to be leakproof: a LIKE pattern that comes from a row
+# could be malformed in that row only (PostgreSQL: "LIKE pattern must not end with escape character").
+LEAKPROOF_IF_CONSTANT: dict[type[exp.Expr], tuple[str, ...]] = {
+    exp.Like: ("expression",), exp.ILike: ("expression",), exp.Escape: ("expression",),
+    exp.Substring: ("start", "length"), exp.Left: ("expression",), exp.Right: ("expression",),
+}  # fmt: skip
+
+
+def leakproof(node: exp.Expr) -> bool:
+    """Whether `node` itself cannot leak the row it runs on (its arguments are checked on their own)."""
+    if not isinstance(node, LEAKPROOF_TYPES):
+        return False
+    keys = next((keys for kind, keys in LEAKPROOF_IF_CONSTANT.items() if type(node) is kind), ())
+    return all(constant(node.args.get(key)) for key in keys)
+
+
+def constant(node: exp.Expr | None) -> bool:
+    """Whether `node` reads no column and no query: it evaluates alike on every row."""
+    return node is None or (not isinstance(node, exp.Column | exp.Query) and node.find(exp.Column, exp.Query) is None)
 
 
 def names(node: exp.Func) -> list[str]:
