@@ -28,7 +28,7 @@ from sophrosyne.errors import ConfigError, InvalidArgument, NotReady, QueryFaile
 from sophrosyne.grounding import Grounder, ValueCache, distinct_query
 from sophrosyne.hints import plan_hints, query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
-from sophrosyne.policy import Policy, Role, load_policy
+from sophrosyne.policy import Policy, Role, load_policy, reads_fences
 from sophrosyne.results import (
     DistinctValues,
     FoundRows,
@@ -450,7 +450,7 @@ class Environment:
         executed = rewritten.sql(dialect=self.dialect)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
-            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=self.role.filters_rows)
+            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=reads_fences(rewritten))
         except QueryFailed as exc:
             raise explain_error(exc, expression, self.catalog, self.db.name) from None
         if explain:

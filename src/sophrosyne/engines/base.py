@@ -55,6 +55,9 @@ class Engine:
     # fences it where the engine honours that, a LIMIT stops merging and predicate push-down elsewhere.
     fence_materialized: ClassVar[bool] = False
     fence_limit: ClassVar[str | None] = None
+    # Whether a CTE left unfenced (its query cannot leak, see policy/fence.py) is marked NOT MATERIALIZED,
+    # so that the engine merges it even when the query reads it twice.
+    inline_unfenced: ClassVar[bool] = False
     # Whether `GROUP BY t.pk` lets other columns of `t` be selected only when `t` is a base table (PostgreSQL's
     # functional dependency), so that a role's CTE for `t` needs them grouped too.
     groups_by_key_on_base_tables_only: ClassVar[bool] = False

@@ -22,6 +22,7 @@ class PostgreSQL(ServerEngine):
     default_schema = "public"
     recursive_ctes_see_later_siblings = True
     fence_materialized = True
+    inline_unfenced = True
     groups_by_key_on_base_tables_only = True
     full_scan = re.compile(r"Seq Scan on \"?(\w+)")
     has_ilike = True
