@@ -2,7 +2,7 @@
 -- dialect: duckdb
 SELECT g.generate_series, COUNT(e.employee_id) FROM generate_series(1, 3) AS g LEFT JOIN employees e ON e.employee_id = g.generate_series GROUP BY 1
 -- expected:
-WITH _sec_employees AS (
+WITH _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",

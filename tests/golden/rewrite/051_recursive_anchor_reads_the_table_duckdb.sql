@@ -2,7 +2,7 @@
 -- dialect: duckdb
 WITH RECURSIVE employees AS (SELECT * FROM employees) SELECT * FROM employees
 -- expected:
-WITH RECURSIVE _sec_employees AS (
+WITH RECURSIVE _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
