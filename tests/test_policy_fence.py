@@ -142,3 +142,28 @@ def test_a_leakproof_lookup_of_a_hidden_row_finds_nothing_unfenced(env: Environm
     result, executed, _ = restricted._secure(sql, limit=10)
     assert "LIMIT 18446744073709551615" not in executed and "AS MATERIALIZED" not in executed
     assert result.rows == []
+
+
+# The same probes where the query's own output computes them: unfenced by design, since engines compute the
+# outermost output from rows that passed every filter (here also a filter that is a semi-join).
+ABSENT = next(
+    row[1] for row in ROWS["absence_records"] if row[1] != HIDDEN[0] and row[1] not in {r[0] for r in VISIBLE}
+)
+OUTPUT_PROBES = [
+    f"SELECT EXP(CASE WHEN full_name = '{HIDDEN[1]}' THEN 1000 ELSE 0 END) FROM employees",
+    f"SELECT SUM(EXP(CASE WHEN a.employee_id = {ABSENT} THEN 1000 ELSE 0 END)) FROM absence_records AS a",
+    f"SELECT e.full_name, 1.0 / (a.employee_id - {ABSENT}) FROM absence_records AS a JOIN employees AS e "
+    f"ON a.employee_id = e.employee_id ORDER BY EXP(CASE WHEN e.employee_id = {ABSENT} THEN 1000 ELSE 0 END)",
+    f"SELECT department FROM employees GROUP BY department "
+    f"HAVING MAX(EXP(CASE WHEN full_name = '{HIDDEN[1]}' THEN 1000 ELSE 0 END)) > 0",
+]
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("sql", OUTPUT_PROBES)
+def test_probes_in_the_output_run_on_visible_rows_only(env: Environment, engine: str, sql: str) -> None:
+    result, executed, _ = env.for_role(ROLE)._secure(sql, limit=100)
+    assert "LIMIT 18446744073709551615" not in executed and "AS MATERIALIZED" not in executed
+    assert result.rows
+    with pytest.raises(Exception, match=r"(?i)out of range|overflow|division"):
+        env._secure(sql, limit=100)  # without the role, the probe meets the hidden row
