@@ -36,7 +36,7 @@ LEAKPROOF = [
     "SELECT full_name FROM employees WHERE employee_id IN (SELECT employee_id FROM absence_records WHERE hours > 2)",
     "SELECT full_name FROM employees WHERE SUBSTR(full_name, 1, 3) = 'Bru' AND LOWER(department) <> 'x'",
     "SELECT full_name FROM employees WHERE CASE WHEN manager_id IS NULL THEN 'a' ELSE full_name END = 'a'",
-    "SELECT full_name FROM employees WHERE hire_date > CAST('2020-01-01' AS DATE)",  # a constant cast
+    "SELECT full_name FROM employees WHERE hire_date > '2020-01-01' AND full_name LIKE 'B!%%' ESCAPE '!'",
 ]
 LEAKING = [
     "SELECT COUNT(*) FROM employees WHERE 1 / (employee_id - 3) > 0",  # division by zero
@@ -52,6 +52,10 @@ LEAKING = [
     "SELECT full_name FROM employees AS e WHERE (SELECT a.hours FROM absence_records AS a "
     "WHERE a.employee_id = e.employee_id) = 1",
     "SELECT (SELECT CAST(full_name AS INTEGER) FROM employees LIMIT 1)",  # nested output is not outermost
+    # constants that fail, where whether they run at all depends on the row (CASE, AND)
+    "SELECT COUNT(*) FROM employees WHERE CASE WHEN employee_id = 3 THEN EXP(1000) ELSE 0 END = 0",
+    "SELECT COUNT(*) FROM employees WHERE employee_id = 3 AND full_name LIKE 'x!' ESCAPE '!'",  # a bad pattern
+    "SELECT COUNT(*) FROM employees WHERE SUBSTR(full_name, 1, -1) = ''",  # a negative length
 ]
 
 

@@ -9,7 +9,7 @@
    rows: engines hide file readers, catalog dumps and remote scans behind table functions.
 
 Apart from the tiers, `leakproof` says which expressions may run on a row a role's filter drops (see
-policy/fence.py): those whose outcome, an error or a side effect, cannot depend on that row's values.
+policy/fence.py): those that cannot raise an error or have a side effect, whatever the row holds.
 """
 
 from __future__ import annotations
@@ -148,36 +148,53 @@ TABLE_FUNCTIONS_UNRESTRICTED = frozenset({"json_populate_recordset", "jsonb_popu
 
 # Leakproof: expressions that cannot raise an error or have a side effect whatever the values of a row, so
 # that the engine may run them on rows the role's filter drops without telling anything about those rows.
-# Comparisons, logic, NULL tests, IN lists, CASE and COALESCE, and functions over text that fail only for
-# bad constant arguments. Not leakproof: arithmetic (overflow, division by zero), casts (a value that does
-# not convert), and every other function. An expression without columns or subqueries is evaluated alike
-# on every row, so it is leakproof whatever it calls (a function with side effects is refused anyway).
+# Comparisons, logic, NULL tests, IN lists, CASE and COALESCE, and text functions with literal arguments
+# that cannot fail. Not leakproof: arithmetic (overflow, division by zero), casts (a value that does not
+# convert), and every other function, even over constants: `id = 7 AND EXP(1000) > 0` or
+# `CASE WHEN id = 7 THEN CAST('x' AS INT) END` fails only if a row with id 7 is evaluated, hidden or not.
 LEAKPROOF_TYPES: tuple[type[exp.Expr], ...] = (
-    exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Star, exp.Paren, exp.Alias, exp.Tuple,
-    exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ,
+    exp.Column, exp.Identifier, exp.Literal, exp.Null, exp.Boolean, exp.Star, exp.Paren, exp.Alias, exp.Tuple,
+    exp.Array, exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ,
     exp.NullSafeNEQ, exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape, exp.Exists, exp.Any,
     exp.All, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Lower, exp.Upper, exp.Length, exp.Trim,
-    exp.Substring, exp.Left, exp.Right, exp.Concat, exp.DPipe, exp.Count, exp.Max, exp.Min, exp.Distinct, exp.Ordered,
+    exp.Substring, exp.Left, exp.Right, exp.Concat, exp.DPipe, exp.Count, exp.Max, exp.Min, exp.Distinct,
+    exp.Ordered, exp.Neg,
 )  # fmt: skip
-# Arguments that must be constant for the function to be leakproof: a LIKE pattern that comes from a row
-# could be malformed in that row only (PostgreSQL: "LIKE pattern must not end with escape character").
-LEAKPROOF_IF_CONSTANT: dict[type[exp.Expr], tuple[str, ...]] = {
-    exp.Like: ("expression",), exp.ILike: ("expression",), exp.Escape: ("expression",),
-    exp.Substring: ("start", "length"), exp.Left: ("expression",), exp.Right: ("expression",),
-}  # fmt: skip
 
 
 def leakproof(node: exp.Expr) -> bool:
     """Whether `node` itself cannot leak the row it runs on (its arguments are checked on their own)."""
     if not isinstance(node, LEAKPROOF_TYPES):
         return False
-    keys = next((keys for kind, keys in LEAKPROOF_IF_CONSTANT.items() if type(node) is kind), ())
-    return all(constant(node.args.get(key)) for key in keys)
+    if isinstance(node, exp.Like | exp.ILike):
+        # PostgreSQL fails on a pattern that ends with its escape character (a backslash by default).
+        return _string(node.expression) and not node.expression.name.endswith("\\")
+    if isinstance(node, exp.Escape):
+        like, escape = node.this, node.expression
+        if not (_string(escape) and len(escape.name) == 1 and isinstance(like, exp.Like | exp.ILike)):
+            return False
+        return _string(like.expression) and not like.expression.name.endswith(escape.name)
+    if isinstance(node, exp.Substring):
+        # Any start will do (from the end when negative); PostgreSQL fails on a negative length.
+        start = node.args.get("start")
+        start = start.this if isinstance(start, exp.Neg) else start
+        return _number(start) and _number(node.args.get("length"), optional=True)
+    if isinstance(node, exp.Left | exp.Right):
+        return _number(node.expression)
+    if isinstance(node, exp.Neg):
+        return _number(node.this)
+    return True
 
 
-def constant(node: exp.Expr | None) -> bool:
-    """Whether `node` reads no column and no query: it evaluates alike on every row."""
-    return node is None or (not isinstance(node, exp.Column | exp.Query) and node.find(exp.Column, exp.Query) is None)
+def _string(node: exp.Expr | None) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _number(node: exp.Expr | None, *, optional: bool = False) -> bool:
+    """A numeric literal that is not negative (or, when `optional`, none at all)."""
+    if node is None:
+        return optional
+    return isinstance(node, exp.Literal) and not node.is_string and node.name.replace(".", "", 1).isdigit()
 
 
 def names(node: exp.Func) -> list[str]:

@@ -109,8 +109,6 @@ def _leaks(node: exp.Expr) -> bool:
     """An expression that could run on a row the filter drops."""
     if isinstance(node, exp.Query):
         return _query_leaks(node, outermost=False) or _row_count_leaks(node)
-    if sql_functions.constant(node):
-        return False
     if not isinstance(node, _CLAUSES) and not sql_functions.leakproof(node):
         return True
     return any(_leaks(child) for child in node.iter_expressions())

@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT j.value FROM json_each('[1, 2]') AS j JOIN employees e ON e.employee_id = j.value
 -- expected:
-WITH _sec_employees AS (
+WITH _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -11,6 +11,7 @@ WITH _sec_employees AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
+  LIMIT -1
 )
 SELECT
   j.value

@@ -2,7 +2,7 @@
 -- dialect: postgres
 SELECT t.value, e.name FROM jsonb_array_elements_text('["Ada", "Cy"]') AS t JOIN employees e ON e.name = t.value
 -- expected:
-WITH _sec_employees AS NOT MATERIALIZED (
+WITH _sec_employees AS MATERIALIZED (
   SELECT
     "employee_id",
     "name",

@@ -11,6 +11,7 @@ WITH _sec_employees AS (
   FROM `employees`
   WHERE
     department = 'D042'
+  LIMIT 18446744073709551615
 )
 SELECT
   j.x,
