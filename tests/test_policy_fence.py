@@ -52,6 +52,8 @@ LEAKING = [
     "SELECT full_name FROM employees AS e WHERE (SELECT a.hours FROM absence_records AS a "
     "WHERE a.employee_id = e.employee_id) = 1",
     "SELECT (SELECT CAST(full_name AS INTEGER) FROM employees LIMIT 1)",  # nested output is not outermost
+    "SELECT full_name FROM employees AS e WHERE (SELECT a.hours FROM absence_records AS a "
+    "WHERE a.employee_id = e.employee_id) IN (1, 2)",  # a value, though under IN
     # constants that fail, where whether they run at all depends on the row (CASE, AND)
     "SELECT COUNT(*) FROM employees WHERE CASE WHEN employee_id = 3 THEN EXP(1000) ELSE 0 END = 0",
     "SELECT COUNT(*) FROM employees WHERE employee_id = 3 AND full_name LIKE 'x!' ESCAPE '!'",  # a bad pattern

@@ -22,8 +22,8 @@ from sophrosyne import sql_functions
 
 # The clauses of the outermost query that engines compute from the rows that passed every filter.
 _OUTPUT = ("expressions", "group", "order", "windows", "distinct", "limit", "offset")
-# Parents under which a subquery is a set of values, not a value: it may return any number of rows.
-_SETS = (exp.In, exp.Exists, exp.Any, exp.All)
+# Where a subquery is a set of values, not a value, and may return any number of rows: (parent, argument).
+_SETS = ((exp.In, "query"), (exp.Exists, "this"), (exp.Any, "this"), (exp.All, "this"))
 # The clauses of a query, which hold expressions but compute nothing themselves.
 _CLAUSES = (exp.Where, exp.Having, exp.Group, exp.Order, exp.Limit, exp.Offset, exp.Qualify)
 
@@ -117,7 +117,7 @@ def _leaks(node: exp.Expr) -> bool:
 def _row_count_leaks(query: exp.Query) -> bool:
     """A subquery used as a value fails when it returns more than one row, which, correlated with a hidden
     row, tells about that row: it must return one row at most (an aggregate without GROUP BY, or LIMIT 1)."""
-    if isinstance(query.parent, _SETS):
+    if any(isinstance(query.parent, kind) and query.arg_key == key for kind, key in _SETS):
         return False
     select = query.this if isinstance(query, exp.Subquery) else query
     while isinstance(select, exp.Subquery):
