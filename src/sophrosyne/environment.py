@@ -447,10 +447,12 @@ class Environment:
         rewritten = (
             expression if self.role.unrestricted else self.role.rewrite(expression, self.full_catalog, self.dialect)
         )
-        executed = rewritten.sql(dialect=self.dialect)
+        fenced = reads_fences(rewritten)
+        # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
+        executed = rewritten.sql(dialect=self.dialect, copy=rewritten is expression)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
-            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=reads_fences(rewritten))
+            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=fenced)
         except QueryFailed as exc:
             raise explain_error(exc, expression, self.catalog, self.db.name) from None
         if explain:
