@@ -44,6 +44,8 @@ LEAKING = [
     "SELECT COUNT(*) FROM employees WHERE employee_id + 1 > 0",  # overflow
     "SELECT COUNT(*) FROM employees WHERE ABS(manager_id) > 0",  # a function not known to be leakproof
     "SELECT COUNT(*) FROM employees AS e JOIN absence_records AS a ON a.hours / e.employee_id > 1",
+    "SELECT COUNT(*) FROM employees AS x JOIN (employees AS e JOIN absence_records AS a "
+    "ON a.hours / e.employee_id > 1) ON x.employee_id = e.employee_id",  # a nested join
     "SELECT n FROM (SELECT employee_id * 2 AS n FROM employees) AS d WHERE d.n > 2",  # merged into WHERE
     "WITH w AS (SELECT CAST(full_name AS INTEGER) AS n FROM employees) SELECT COUNT(*) FROM w",
     "SELECT department FROM employees GROUP BY department HAVING department / 2 > 0",  # moved into WHERE

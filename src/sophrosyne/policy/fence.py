@@ -73,12 +73,15 @@ def _clauses_leak(query: exp.Query, keys: set[str], outermost: bool) -> bool:
 
 def _source_leaks(source: exp.Expr) -> bool:
     """A FROM item or a join: a derived table is merged into its parent, a table function runs per row."""
-    for key, value in source.args.items():
+    for value in source.args.values():
         for part in value if isinstance(value, list) else [value]:
-            if not isinstance(part, exp.Expr) or (isinstance(source, exp.Join) and key == "kind"):
+            if not isinstance(part, exp.Expr):
                 continue
             if isinstance(part, exp.Table):
-                if isinstance(part.this, exp.Expr) and not isinstance(part.this, exp.Identifier) and _leaks(part.this):
+                function = part.this if not isinstance(part.this, exp.Identifier) else None
+                if function is not None and _leaks(function):
+                    return True
+                if any(_source_leaks(join) for join in part.args.get("joins") or []):
                     return True
             elif isinstance(part, exp.Query):
                 if _query_leaks(part, outermost=False):
