@@ -28,7 +28,7 @@ from sophrosyne.errors import ConfigError, InvalidArgument, NotReady, QueryFaile
 from sophrosyne.grounding import Grounder, ValueCache, distinct_query
 from sophrosyne.hints import plan_hints, query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
-from sophrosyne.policy import Policy, Role, load_policy
+from sophrosyne.policy import Policy, Role, load_policy, reads_fences
 from sophrosyne.results import (
     DistinctValues,
     FoundRows,
@@ -447,10 +447,12 @@ class Environment:
         rewritten = (
             expression if self.role.unrestricted else self.role.rewrite(expression, self.full_catalog, self.dialect)
         )
-        executed = rewritten.sql(dialect=self.dialect)
+        fenced = reads_fences(rewritten)
+        # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
+        executed = rewritten.sql(dialect=self.dialect, copy=rewritten is expression)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
-            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=self.role.filters_rows)
+            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=fenced)
         except QueryFailed as exc:
             raise explain_error(exc, expression, self.catalog, self.db.name) from None
         if explain:

@@ -7,6 +7,9 @@
    user-defined function running with the service account's rights) unless listed as allowed below.
 3. Allowed: every other function. In FROM, only the table functions listed here, which turn values into
    rows: engines hide file readers, catalog dumps and remote scans behind table functions.
+
+Apart from the tiers, `leakproof` says which expressions may run on a row a role's filter drops (see
+policy/fence.py): those that cannot raise an error or have a side effect, whatever the row holds.
 """
 
 from __future__ import annotations
@@ -141,6 +144,57 @@ TABLE_FUNCTION_TYPES = (exp.GenerateSeries, exp.ExplodingGenerateSeries, exp.Unn
 # Table functions an unrestricted role may call but a restricted one never: their first argument is a row
 # type, and a table's row type (`NULL::employees`) would list that table's columns, hidden ones included.
 TABLE_FUNCTIONS_UNRESTRICTED = frozenset({"json_populate_recordset", "jsonb_populate_recordset"})
+
+
+# Leakproof: expressions that cannot raise an error or have a side effect whatever the values of a row, so
+# that the engine may run them on rows the role's filter drops without telling anything about those rows.
+# Comparisons, logic, NULL tests, IN lists, CASE and COALESCE, and text functions with literal arguments
+# that cannot fail. Not leakproof: arithmetic (overflow, division by zero), casts (a value that does not
+# convert), and every other function, even over constants: `id = 7 AND EXP(1000) > 0` or
+# `CASE WHEN id = 7 THEN CAST('x' AS INT) END` fails only if a row with id 7 is evaluated, hidden or not.
+LEAKPROOF_TYPES: tuple[type[exp.Expr], ...] = (
+    exp.Column, exp.Identifier, exp.Literal, exp.Null, exp.Boolean, exp.Star, exp.Paren, exp.Alias, exp.Tuple,
+    exp.Array, exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ,
+    exp.NullSafeNEQ, exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape, exp.Exists, exp.Any,
+    exp.All, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Lower, exp.Upper, exp.Length, exp.Trim,
+    exp.Substring, exp.Left, exp.Right, exp.Concat, exp.DPipe, exp.Count, exp.Max, exp.Min, exp.Distinct,
+    exp.Ordered, exp.Neg,
+)  # fmt: skip
+
+
+def leakproof(node: exp.Expr) -> bool:
+    """Whether `node` itself cannot leak the row it runs on (its arguments are checked on their own)."""
+    if not isinstance(node, LEAKPROOF_TYPES):
+        return False
+    if isinstance(node, exp.Like | exp.ILike):
+        # PostgreSQL fails on a pattern that ends with its escape character (a backslash by default).
+        return _string(node.expression) and not node.expression.name.endswith("\\")
+    if isinstance(node, exp.Escape):
+        like, escape = node.this, node.expression
+        if not (_string(escape) and len(escape.name) == 1 and isinstance(like, exp.Like | exp.ILike)):
+            return False
+        return _string(like.expression) and not like.expression.name.endswith(escape.name)
+    if isinstance(node, exp.Substring):
+        # Any start will do (from the end when negative); PostgreSQL fails on a negative length.
+        start = node.args.get("start")
+        start = start.this if isinstance(start, exp.Neg) else start
+        return _number(start) and _number(node.args.get("length"), optional=True)
+    if isinstance(node, exp.Left | exp.Right):
+        return _number(node.expression)
+    if isinstance(node, exp.Neg):
+        return _number(node.this)
+    return True
+
+
+def _string(node: exp.Expr | None) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _number(node: exp.Expr | None, *, optional: bool = False) -> bool:
+    """A numeric literal that is not negative (or, when `optional`, none at all)."""
+    if node is None:
+        return optional
+    return isinstance(node, exp.Literal) and not node.is_string and node.name.replace(".", "", 1).isdigit()
 
 
 def names(node: exp.Func) -> list[str]:

@@ -55,6 +55,13 @@ class Engine:
     # fences it where the engine honours that, a LIMIT stops merging and predicate push-down elsewhere.
     fence_materialized: ClassVar[bool] = False
     fence_limit: ClassVar[str | None] = None
+    # Whether comparisons, IN lists, BETWEEN, LIKE and CASE never fail on a column's value, so that a query
+    # made of them may leave its filtered CTEs unfenced (see policy/fence.py). DuckDB, for one, casts a text
+    # column to a number to compare it with one (`name = 5`) and fails on the rows that do not convert.
+    compares_without_failing: ClassVar[bool] = False
+    # Whether a CTE left unfenced (its query cannot leak, see policy/fence.py) is marked NOT MATERIALIZED,
+    # so that the engine merges it even when the query reads it twice.
+    inline_unfenced: ClassVar[bool] = False
     # Whether `GROUP BY t.pk` lets other columns of `t` be selected only when `t` is a base table (PostgreSQL's
     # functional dependency), so that a role's CTE for `t` needs them grouped too.
     groups_by_key_on_base_tables_only: ClassVar[bool] = False

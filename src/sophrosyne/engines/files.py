@@ -31,6 +31,8 @@ class SQLite(FileEngine):
     fence_materialized = True
     # A LIMIT also stops SQLite pushing the query's conditions down into the CTE.
     fence_limit = "-1"
+    # Values of different types compare by SQLite's type order: nothing is converted, nothing fails.
+    compares_without_failing = True
     names_columns_by_text = True
     explain = "EXPLAIN QUERY PLAN"
     # The rewrite pins a role's tables as main.<table>: the schema is skipped.

@@ -22,6 +22,10 @@ class PostgreSQL(ServerEngine):
     default_schema = "public"
     recursive_ctes_see_later_siblings = True
     fence_materialized = True
+    # Comparisons of different types resolve to cross-type operators or widening casts, never to a cast of
+    # a column's value that can fail; a mismatch such as `text = integer` is refused before any row is read.
+    compares_without_failing = True
+    inline_unfenced = True
     groups_by_key_on_base_tables_only = True
     full_scan = re.compile(r"Seq Scan on \"?(\w+)")
     has_ilike = True
@@ -110,6 +114,8 @@ class MySQL(ServerEngine):
     replaced_drivers = ("mysqldb", "mysql", "mariadb")
     # The largest LIMIT there is: it keeps every row yet stops the CTE being merged into the query.
     fence_limit = "18446744073709551615"
+    # A text value compared with a number is converted with a warning, never an error.
+    compares_without_failing = True
     joins_fences_in_written_order = True
     names_columns_by_text = True
     zero_estimate_unknown = True

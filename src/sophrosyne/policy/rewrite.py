@@ -12,6 +12,7 @@ from sqlglot.dialects.dialect import Dialect
 from sophrosyne import engines, sql_functions
 from sophrosyne.catalog import Catalog, Table
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
+from sophrosyne.policy.fence import needs_fence
 from sophrosyne.policy.row_filter import function_refusal, parse_row_filter
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ E = TypeVar("E", bound=exp.Expr)
 # Schema names that reveal the database's structure; a restricted role never reads them.
 SYSTEM_SCHEMAS = {"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys", "system"}
 SYSTEM_TABLE = re.compile(r"^(sqlite_|pg_|duckdb_|pragma_)", re.IGNORECASE)
+# The key of a rewritten tree's meta that says whether it reads fenced CTEs (see `reads_fences`).
+FENCED = "sophrosyne_fenced"
 
 
 class Rewriter:
@@ -35,6 +38,7 @@ class Rewriter:
         self.secured: dict[str, tuple[str, Table]] = {}  # lowered table name -> (cte name, table)
         self.taken: set[str] = set()
         self.cte_refs: dict[int, list[exp.Table]] = {}  # id of a user CTE -> the references to it
+        self.fenced = True  # whether filtered CTEs are fenced: decided per statement (policy/fence.py)
 
     def key(self, identifier: exp.Identifier) -> str:
         """A name as the engine compares it (case rules of the dialect)."""
@@ -46,6 +50,7 @@ class Rewriter:
             raise RejectedSQL("only a query can be rewritten for a role")
         self.taken = {n.lower() for n in _all_names(tree)}
         self._check_functions(tree)
+        self.fenced = not self.engine.compares_without_failing or needs_fence(tree)
         headers = self._headers(tree) if self.engine.names_columns_by_text else []
         for node in tree.walk():
             node.comments = None  # the engine sees only what the rewrite saw
@@ -59,7 +64,7 @@ class Rewriter:
         for select in list(tree.find_all(exp.Select)):
             if self.engine.groups_by_key_on_base_tables_only:
                 self._complete_group_by(select)
-            if self.engine.joins_fences_in_written_order:
+            if self.fenced and self.engine.joins_fences_in_written_order:
                 self._join_in_written_order(select)
         # `(WITH w AS (...) SELECT ...)`: merge into the parenthesized query's WITH (two would be refused).
         host: exp.Expr = tree
@@ -76,6 +81,7 @@ class Rewriter:
         else:
             # Merge: our CTEs come first so every user CTE (and nested WITH) can read them.
             with_.set("expressions", ctes + list(with_.expressions))
+        tree.meta[FENCED] = self.fenced and any(self._filtered(table) for _, table in self.secured.values())
         return tree
 
     def _unqualify_columns(self, tree: exp.Expr) -> None:
@@ -298,14 +304,18 @@ class Rewriter:
             for inner in list(predicate.find_all(exp.Table)):
                 inner.replace(self._base_by_name(inner))
             body = body.where(predicate, copy=False)
-            # The filter must run before the query's own predicates: else the planner may evaluate one such
-            # as CAST(name AS INTEGER) = 1 on a row the filter drops, and its error (or none) tells about that
-            # row. The engine's fence (MATERIALIZED, or a LIMIT that stops merging and push-down) sees to it.
-            if self.engine.fence_limit is not None:
-                body = body.limit(exp.Literal.number(self.engine.fence_limit), copy=False)
+        fenced = rule is not None and bool(rule.row_filter) and self.fenced
+        # The filter must run before the query's own predicates when one of them could leak (policy/fence.py):
+        # else the planner may evaluate one such as CAST(name AS INTEGER) = 1 on a row the filter drops, and
+        # its error (or none) tells about that row. The engine's fence (MATERIALIZED, or a LIMIT that stops
+        # merging and push-down) sees to it. Without one the engine merges the CTE and can use indexes.
+        if fenced and self.engine.fence_limit is not None:
+            body = body.limit(exp.Literal.number(self.engine.fence_limit), copy=False)
         cte = exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(cte_name)))
-        if rule is not None and rule.row_filter and self.engine.fence_materialized:
+        if fenced and self.engine.fence_materialized:
             cte.set("materialized", True)
+        elif self.engine.inline_unfenced:
+            cte.set("materialized", False)
         return cte
 
     def _base(self, table: Table) -> exp.Table:
@@ -321,6 +331,11 @@ class Rewriter:
         base = self._base(table)
         base.set("alias", node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name)))
         return base
+
+
+def reads_fences(tree: exp.Expr) -> bool:
+    """Whether a rewritten statement reads fenced CTEs (engines then steer their planners, see Engine.session)."""
+    return bool(tree.meta.get(FENCED))
 
 
 def _all_names(tree: exp.Expr) -> Iterable[str]:

@@ -42,11 +42,6 @@ class Role:
     def unrestricted(self) -> bool:
         return not self.tables and not self.denied and self.unlisted_allowed
 
-    @property
-    def filters_rows(self) -> bool:
-        """Whether any table has a row filter, so that rewritten queries may read fenced CTEs."""
-        return any(rule.row_filter for rule in self.tables.values())
-
     def can_see_table(self, table: str) -> bool:
         """False for a denied table or, when unlisted tables are not allowed, for a table without a rule."""
         if table.lower() in {d.lower() for d in self.denied}:

@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT COUNT(DISTINCT a.employee_id) AS absent_count FROM absence_records a JOIN employees e ON a.employee_id = e.employee_id WHERE e.department = 'D042' AND a.absence_date >= '2025-11-01'
 -- expected:
-WITH _sec_absence_records AS MATERIALIZED (
+WITH _sec_absence_records AS (
   SELECT
     "absence_id",
     "employee_id",
@@ -17,8 +17,7 @@ WITH _sec_absence_records AS MATERIALIZED (
       WHERE
         e.department = 'D042'
     )
-  LIMIT -1
-), _sec_employees AS MATERIALIZED (
+), _sec_employees AS (
   SELECT
     "employee_id",
     "name",
@@ -27,7 +26,6 @@ WITH _sec_absence_records AS MATERIALIZED (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
 )
 SELECT
   COUNT(DISTINCT a.employee_id) AS absent_count

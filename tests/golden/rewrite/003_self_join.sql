@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT e.name, m.name AS manager FROM employees e LEFT JOIN employees m ON e.manager_id = m.employee_id
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS (
   SELECT
     "employee_id",
     "name",
@@ -11,7 +11,6 @@ WITH _sec_employees AS MATERIALIZED (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
 )
 SELECT
   e.name,

@@ -2,7 +2,7 @@
 -- dialect: postgres
 WITH employees AS (SELECT * FROM employees WHERE name LIKE 'A%') SELECT COUNT(*) FROM employees
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS NOT MATERIALIZED (
   SELECT
     "employee_id",
     "name",

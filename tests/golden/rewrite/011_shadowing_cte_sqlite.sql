@@ -2,7 +2,7 @@
 -- dialect: sqlite
 WITH departments AS (SELECT 'X' AS dept_code) SELECT d.dept_code, e.name FROM departments d JOIN employees e ON e.department = d.dept_code
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS (
   SELECT
     "employee_id",
     "name",
@@ -11,7 +11,6 @@ WITH _sec_employees AS MATERIALIZED (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
 ), departments AS (
   SELECT
     'X' AS dept_code

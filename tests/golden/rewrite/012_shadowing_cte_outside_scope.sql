@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT (SELECT COUNT(*) FROM (WITH employees AS (SELECT 1 AS x) SELECT * FROM employees)) AS inner_count, COUNT(*) AS real_count FROM employees
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS (
   SELECT
     "employee_id",
     "name",
@@ -11,7 +11,6 @@ WITH _sec_employees AS MATERIALIZED (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
 )
 SELECT
   (

@@ -2,7 +2,7 @@
 -- dialect: postgres
 WITH a AS (SELECT * FROM departments), departments AS (SELECT 1 AS one) SELECT * FROM a
 -- expected:
-WITH _sec_departments AS (
+WITH _sec_departments AS NOT MATERIALIZED (
   SELECT
     "dept_code",
     "dept_name",

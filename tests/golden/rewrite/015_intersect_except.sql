@@ -2,7 +2,7 @@
 -- dialect: postgres
 SELECT employee_id FROM employees INTERSECT SELECT employee_id FROM absence_records EXCEPT SELECT manager_id FROM employees
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS NOT MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -11,7 +11,7 @@ WITH _sec_employees AS MATERIALIZED (
   FROM "employees"
   WHERE
     department = 'D042'
-), _sec_absence_records AS MATERIALIZED (
+), _sec_absence_records AS NOT MATERIALIZED (
   SELECT
     "absence_id",
     "employee_id",

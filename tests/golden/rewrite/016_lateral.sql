@@ -2,7 +2,7 @@
 -- dialect: postgres
 SELECT d.dept_code, top.name FROM departments d CROSS JOIN LATERAL (SELECT e.name FROM employees e WHERE e.department = d.dept_code ORDER BY e.employee_id LIMIT 1) AS top
 -- expected:
-WITH _sec_departments AS (
+WITH _sec_departments AS NOT MATERIALIZED (
   SELECT
     "dept_code",
     "dept_name",

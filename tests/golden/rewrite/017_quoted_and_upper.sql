@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT "EMPLOYEES".name FROM "EMPLOYEES" JOIN DEPARTMENTS ON DEPARTMENTS.dept_code = "EMPLOYEES".department
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS (
   SELECT
     "employee_id",
     "name",
@@ -11,7 +11,6 @@ WITH _sec_employees AS MATERIALIZED (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
 ), _sec_departments AS (
   SELECT
     "dept_code",

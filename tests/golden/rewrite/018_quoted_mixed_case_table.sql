@@ -2,7 +2,7 @@
 -- dialect: postgres
 SELECT p.title FROM "Projects" p
 -- expected:
-WITH _sec_projects AS (
+WITH _sec_projects AS NOT MATERIALIZED (
   SELECT
     "project_id",
     "dept_code",

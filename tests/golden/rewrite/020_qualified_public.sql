@@ -2,7 +2,7 @@
 -- dialect: postgres
 SELECT e.name FROM public.employees AS e
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS NOT MATERIALIZED (
   SELECT
     "employee_id",
     "name",

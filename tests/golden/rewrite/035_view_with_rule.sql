@@ -2,14 +2,13 @@
 -- dialect: sqlite
 SELECT * FROM v_headcount ORDER BY headcount DESC
 -- expected:
-WITH _sec_v_headcount AS MATERIALIZED (
+WITH _sec_v_headcount AS (
   SELECT
     "department",
     "headcount"
   FROM "main"."v_headcount"
   WHERE
     department <> 'D001'
-  LIMIT -1
 )
 SELECT
   *

@@ -2,7 +2,7 @@
 -- dialect: sqlite
 WITH _sec_employees AS (SELECT 1 AS x) SELECT * FROM employees, _sec_employees
 -- expected:
-WITH _sec_employees_1 AS MATERIALIZED (
+WITH _sec_employees_1 AS (
   SELECT
     "employee_id",
     "name",
@@ -11,7 +11,6 @@ WITH _sec_employees_1 AS MATERIALIZED (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
 ), _sec_employees AS (
   SELECT
     1 AS x

@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT reason, COUNT(*) AS n FROM absence_records GROUP BY reason HAVING COUNT(*) > 1 ORDER BY n DESC LIMIT 5
 -- expected:
-WITH _sec_absence_records AS MATERIALIZED (
+WITH _sec_absence_records AS (
   SELECT
     "absence_id",
     "employee_id",
@@ -17,7 +17,6 @@ WITH _sec_absence_records AS MATERIALIZED (
       WHERE
         e.department = 'D042'
     )
-  LIMIT -1
 )
 SELECT
   reason,

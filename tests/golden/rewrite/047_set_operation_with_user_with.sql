@@ -2,7 +2,7 @@
 -- dialect: sqlite
 WITH ids AS (SELECT employee_id FROM absence_records) SELECT employee_id FROM ids UNION ALL SELECT employee_id FROM employees ORDER BY 1
 -- expected:
-WITH _sec_absence_records AS MATERIALIZED (
+WITH _sec_absence_records AS (
   SELECT
     "absence_id",
     "employee_id",
@@ -17,8 +17,7 @@ WITH _sec_absence_records AS MATERIALIZED (
       WHERE
         e.department = 'D042'
     )
-  LIMIT -1
-), _sec_employees AS MATERIALIZED (
+), _sec_employees AS (
   SELECT
     "employee_id",
     "name",
@@ -27,7 +26,6 @@ WITH _sec_absence_records AS MATERIALIZED (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
 ), ids AS (
   SELECT
     employee_id

@@ -8,7 +8,7 @@ WITH _sec_departments AS (
     "dept_name",
     "budget"
   FROM "main"."departments"
-), _sec_employees AS MATERIALIZED (
+), _sec_employees AS (
   SELECT
     "employee_id",
     "name",
@@ -17,8 +17,7 @@ WITH _sec_departments AS (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
-), _sec_absence_records AS MATERIALIZED (
+), _sec_absence_records AS (
   SELECT
     "absence_id",
     "employee_id",
@@ -33,7 +32,6 @@ WITH _sec_departments AS (
       WHERE
         e.department = 'D042'
     )
-  LIMIT -1
 )
 SELECT
   d.dept_code

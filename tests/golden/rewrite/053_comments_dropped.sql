@@ -11,7 +11,6 @@ WITH _sec_employees AS (
   FROM `employees`
   WHERE
     department = 'D042'
-  LIMIT 18446744073709551615
 )
 SELECT
   name

@@ -3,7 +3,7 @@
 (WITH w AS (SELECT 1 AS one) SELECT e.name FROM employees AS e, w)
 -- expected:
 (
-  WITH _sec_employees AS MATERIALIZED (
+  WITH _sec_employees AS NOT MATERIALIZED (
     SELECT
       "employee_id",
       "name",

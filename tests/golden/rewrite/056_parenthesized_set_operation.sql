@@ -2,7 +2,7 @@
 -- dialect: postgres
 (SELECT employee_id FROM absence_records) UNION (SELECT employee_id FROM employees) ORDER BY 1
 -- expected:
-WITH _sec_absence_records AS MATERIALIZED (
+WITH _sec_absence_records AS NOT MATERIALIZED (
   SELECT
     "absence_id",
     "employee_id",
@@ -17,7 +17,7 @@ WITH _sec_absence_records AS MATERIALIZED (
       WHERE
         e.department = 'D042'
     )
-), _sec_employees AS MATERIALIZED (
+), _sec_employees AS NOT MATERIALIZED (
   SELECT
     "employee_id",
     "name",

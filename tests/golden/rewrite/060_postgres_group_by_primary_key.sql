@@ -2,7 +2,7 @@
 -- dialect: postgres
 SELECT e.name, COUNT(a.absence_id) AS absences FROM employees AS e JOIN absence_records AS a ON a.employee_id = e.employee_id GROUP BY e.employee_id HAVING COUNT(*) > 0 ORDER BY e.name
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS NOT MATERIALIZED (
   SELECT
     "employee_id",
     "name",
@@ -11,7 +11,7 @@ WITH _sec_employees AS MATERIALIZED (
   FROM "employees"
   WHERE
     department = 'D042'
-), _sec_absence_records AS MATERIALIZED (
+), _sec_absence_records AS NOT MATERIALIZED (
   SELECT
     "absence_id",
     "employee_id",

@@ -1,6 +1,6 @@
 -- role: manager
 -- dialect: mysql
-SELECT e.name, a.absence_date FROM absence_records AS a INNER JOIN employees AS e ON a.employee_id = e.employee_id WHERE a.reason = 'sick'
+SELECT e.name, a.absence_date FROM absence_records AS a INNER JOIN employees AS e ON a.employee_id = e.employee_id WHERE a.reason = 'sick' AND a.absence_id * 2 > 1
 -- expected:
 WITH _sec_absence_records AS (
   SELECT
@@ -36,4 +36,4 @@ FROM _sec_absence_records AS a
 STRAIGHT_JOIN _sec_employees AS e
   ON a.employee_id = e.employee_id
 WHERE
-  a.reason = 'sick'
+  a.reason = 'sick' AND a.absence_id * 2 > 1

@@ -2,7 +2,7 @@
 -- dialect: sqlite
 SELECT COUNT(*) * 100 / (SELECT COUNT(*) FROM employees), MAX(reason) FROM absence_records
 -- expected:
-WITH _sec_employees AS MATERIALIZED (
+WITH _sec_employees AS (
   SELECT
     "employee_id",
     "name",
@@ -11,8 +11,7 @@ WITH _sec_employees AS MATERIALIZED (
   FROM "main"."employees"
   WHERE
     department = 'D042'
-  LIMIT -1
-), _sec_absence_records AS MATERIALIZED (
+), _sec_absence_records AS (
   SELECT
     "absence_id",
     "employee_id",
@@ -27,7 +26,6 @@ WITH _sec_employees AS MATERIALIZED (
       WHERE
         e.department = 'D042'
     )
-  LIMIT -1
 )
 SELECT
   COUNT(*) * 100 / (
