@@ -189,7 +189,9 @@ class Moderator:
         settings = DirectiveSettings()
         index = self.index
         # Scored as directives score: shard groups as units, over the joins the schema declares or implies.
-        scored = score_tables(question or "", knowledge, self.prepared.catalog, index, self.values, settings)
+        scored = score_tables(
+            question or "", knowledge, self.prepared.catalog, index, self.values, settings, self.prepared.units
+        )
         scores = scored.scores
         if not scores:
             return None

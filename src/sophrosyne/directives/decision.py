@@ -84,7 +84,7 @@ def compute_directives(
         names = inference.infer(question, text, catalog)
         if names:
             knowledge = with_inferred_columns(text, names)
-    scored = score_tables(question, knowledge, catalog, index, value_index, settings)
+    scored = score_tables(question, knowledge, catalog, index, value_index, settings, units)
     return decide_directives(scored, settings, units)
 
 

@@ -19,6 +19,7 @@ from sophrosyne.directives.knowledge import (
 )
 from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_signals, value_signals
+from sophrosyne.directives.units import Units, shards_named
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.text import QUERY_NOISE, tokenize
@@ -53,10 +54,12 @@ def score_tables(
     index: SchemaIndex,
     value_index: ValueIndex | None = None,
     settings: DirectiveSettings | None = None,
+    units: Units | None = None,
 ) -> TableScores:
-    """Score every visible table by what in the question and knowledge points to it."""
+    """Score every visible table by what in the question and knowledge points to it. With `units`, a number of
+    the question that names one of a shard group's tables (`2015` for `gsod2015`) grounds the group."""
     with one_blas_thread():
-        return _score_tables(question, knowledge, catalog, index, value_index, settings or DirectiveSettings())
+        return _score_tables(question, knowledge, catalog, index, value_index, settings or DirectiveSettings(), units)
 
 
 def _score_tables(
@@ -66,6 +69,7 @@ def _score_tables(
     index: SchemaIndex,
     value_index: ValueIndex | None,
     settings: DirectiveSettings,
+    units: Units | None = None,
 ) -> TableScores:
     text = knowledge_text(knowledge)
     chosen: list[str] | None = None
@@ -85,15 +89,20 @@ def _score_tables(
                     board[t].note("value_desc_word", 1.0)
     if settings.values:
         value_signals(question, text, catalog, value_index, board)
-    units = question_units(question)
+    if units is not None:
+        # A shard's date or release is a value of the group's partition, written in the question.
+        named = [t for t in shards_named(question, units) if t in board]
+        for t in named:
+            board[t].note("value_mention", 1.0 / len(named), "the question names one of its shards", 0.7)
+    asked = question_units(question)
     if settings.synonyms:
         found = synonyms(question, lexicon, index, settings.synonym_similarity)
         if found:
             # The question is also searched with the schema's words for its own: "trophy" as `awards`.
-            units[0] = f"{question} ({' '.join(found)})"
+            asked[0] = f"{question} ({' '.join(found)})"
     # A document's passages are searched whole: clause by clause, 16 passages made 150 searches a question.
     searched = chosen if chosen is not None else knowledge_units(text)
-    retrieval_signals(searched, units, index, lexicon, settings.rrf_k, board)
+    retrieval_signals(searched, asked, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(question, has_knowledge, lexicon, board)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.values():
