@@ -1,10 +1,20 @@
 """Signals of directives on warehouse-like schemas: a shard named by the question's date or release, a table
-named in another spelling of its words."""
+named in another spelling of its words; a long question held to a lower threshold; a question answered
+within the schema of its best table or the schemas it names."""
 
 from __future__ import annotations
 
+import pytest
+
 from sophrosyne.catalog import Catalog, Column, Table
-from sophrosyne.directives import compute_directives, score_tables
+from sophrosyne.directives import (
+    DirectiveSettings,
+    TableScores,
+    compute_directives,
+    decide_directives,
+    keep_threshold,
+    score_tables,
+)
 from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.directives.units import fold_units, question_numbers, shards_named, varying_digits
 from sophrosyne.index import SchemaIndex
@@ -65,3 +75,45 @@ def test_a_table_is_named_whatever_the_spacing_of_its_words() -> None:
     assert not scored.board["PROD.GENES"].features.get("table_named")
     directives = compute_directives("Merge the segments with the bands in 'CytoBands_hg38'.", None, c, index)
     assert "PROD.CYTOBANDS_HG38" in directives.relevant
+
+
+def test_a_long_question_is_held_to_a_lower_threshold() -> None:
+    c = catalog(*(Table(f"t{i}", text_columns(f"col{i}", "name")) for i in range(4)))
+    index = SchemaIndex.build(c)
+    settings = DirectiveSettings(threshold=0.2, question_threshold=0.2, long_question_words=12)
+    short = score_tables("Which name is longest?", None, c, index)
+    assert keep_threshold(short, settings) == 0.2
+    words = " ".join(f"alpha{i} beta{i} gamma{i}" for i in range(8))  # 24 content words
+    long = score_tables(f"Which name matches {words}?", None, c, index)
+    assert long.question_words >= 24
+    assert keep_threshold(long, settings) == pytest.approx(0.2 * 12 / long.question_words)
+
+
+def scores_over(c: Catalog, question: str, scores: dict[str, float]) -> TableScores:
+    scored = score_tables(question, None, c, SchemaIndex.build(c))
+    for table, entry in scored.board.items():
+        entry.score = scores[table]
+    return scored
+
+
+def test_tables_of_the_best_tables_schema_or_of_a_schema_the_question_names_are_kept_lower() -> None:
+    c = Catalog(
+        tables={
+            name: Table(name, text_columns("id", "label"), schema=name.rsplit(".", 1)[0])
+            for name in ("sales.orders", "sales.customers", "human_resources.staff", "human_resources.shifts")
+        }
+    )
+    scores = {
+        "sales.orders": 0.9,
+        "sales.customers": 0.12,
+        "human_resources.staff": 0.12,
+        "human_resources.shifts": 0.01,
+    }
+    settings = DirectiveSettings(threshold=0.2, question_threshold=0.2, home_schema_share=0.5)
+    plain = decide_directives(scores_over(c, "Which orders are late?", scores), settings)
+    assert plain.relevant == ["sales.customers", "sales.orders"]
+    named = scores_over(c, "Which orders did human resources staff place?", scores)
+    assert named.named_schemas == {"human_resources"}
+    assert decide_directives(named, settings).relevant == ["human_resources.staff", "sales.customers", "sales.orders"]
+    one_schema = catalog(*(Table(n.split(".")[1], text_columns("id", "label")) for n in scores))
+    assert not score_tables("Which orders?", None, one_schema, SchemaIndex.build(one_schema)).schemas

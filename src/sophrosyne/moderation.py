@@ -13,6 +13,7 @@ from sophrosyne.directives import (
     DirectiveSettings,
     LLMColumnInference,
     compute_directives,
+    keep_threshold,
     oracle_directives,
     score_tables,
 )
@@ -196,7 +197,7 @@ class Moderator:
         if not scores:
             return None
         best = max(scores, key=lambda t: scores[t])
-        threshold = settings.threshold_for(scored.has_knowledge)
+        threshold = keep_threshold(scored, settings)
         score = round(scores[best], 3)
         if score >= threshold and not scored.abstain_note:
             return SourceRelevance(

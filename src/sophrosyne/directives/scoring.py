@@ -16,13 +16,14 @@ from sophrosyne.directives.knowledge import (
     passages,
     question_units,
     relevant_passages,
+    tokenize_words,
 )
 from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_signals, value_signals
 from sophrosyne.directives.units import Units, shards_named
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.text import QUERY_NOISE, tokenize
+from sophrosyne.index.text import QUERY_NOISE, normalize, tokenize
 from sophrosyne.index.values import ValueIndex
 from sophrosyne.index.vectors import one_blas_thread
 
@@ -41,6 +42,9 @@ class TableScores:
     anchor_groups: list[list[str]] = field(default_factory=list)  # holders of each column the knowledge names
     has_knowledge: bool = True
     text: str = ""  # the question and its knowledge, for what the decision reads from them (twins told apart)
+    question_words: int = 0  # content words of the question: a long one is held to a lower threshold
+    schemas: dict[str, str] = field(default_factory=dict)  # table -> its schema, in a catalog of several
+    named_schemas: set[str] = field(default_factory=set)  # schemas the question names ("World Bank data")
 
     @property
     def scores(self) -> dict[str, float]:
@@ -112,6 +116,8 @@ def _score_tables(
         # No word of the question is a word of the schema, and nothing is named or grounded: any pick would
         # rest on fuzzy similarity alone, so say nothing rather than name tables at random.
         abstain = "nothing in the question names or resembles a table, column or value closely enough"
+    schemas = {t.name: t.schema or "" for t in catalog.tables.values()}
+    several = len(set(schemas.values())) > 1
     return TableScores(
         board,
         lexicon,
@@ -119,7 +125,24 @@ def _score_tables(
         anchor_groups=anchor_groups,
         has_knowledge=has_knowledge,
         text=f"{question} {text}",
+        question_words=len(tokenize_words(question)),
+        schemas=schemas if several else {},
+        named_schemas=_named_schemas(question, set(schemas.values())) if several else set(),
     )
+
+
+def _named_schemas(question: str, schemas: set[str]) -> set[str]:
+    """Schemas (a warehouse's datasets) the question names by their name or its first two words, spaced any
+    way: `covid19_jhu_csse` by "COVID-19", `world_bank_wdi` by "World Bank", `PANCANCER_ATLAS` by "PanCancer Atlas"."""
+    words = normalize(question).split()
+    compact = {"".join(words[i : i + n]) for n in range(1, 7) for i in range(len(words) - n + 1)}
+    named = set()
+    for schema in schemas:
+        parts = normalize(schema.rsplit(".", 1)[-1]).split()
+        for phrase in {" ".join(parts), " ".join(parts[:2])}:
+            if (" " in phrase or len(phrase) >= 4) and phrase.replace(" ", "") in compact:
+                named.add(schema)
+    return named
 
 
 _PASSAGES: dict[tuple[str, int], tuple[list[str], npt.NDArray[np.float32]]] = {}
