@@ -149,7 +149,8 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
     if relevant and settings.keep_best:
         relevant.add(max(scores, key=lambda t: scores[t]))
     if relevant:
-        relevant |= set(bridges(relevant, scored.lexicon, settings.max_bridge_hops))
+        floor = threshold * settings.bridge_floor
+        relevant |= {t for t in bridges(relevant, scored.lexicon, settings.max_bridge_hops) if scores[t] >= floor}
     return relevant
 
 

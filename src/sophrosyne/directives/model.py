@@ -139,6 +139,10 @@ class DirectiveSettings:
     # that loses no question: 3 lowers the safe rate by 0.1 point on BIRD's held-out part and 0.2 on Spider;
     # 5 and 6 change nothing.
     max_bridge_hops: int = 4
+    # ... unless the model gives the bridge less than this share of the threshold: a route through a table
+    # nothing points to is the least likely join. No gold table of BIRD dev, Spider dev or Spider 2.0 scores
+    # that low as a bridge (at 0.2, 8 of BIRD dev's would); 19 useless BIRD dev bridges do.
+    bridge_floor: float = 0.1
     # Reciprocal rank fusion constant of the directives: small, so that a table's retrieval score is led by the
     # best ranks of its columns (1/6 for rank 1 against 1/15 for rank 10; with the usual 60, 1/61 and 1/70).
     rrf_k: int = 5
@@ -183,6 +187,7 @@ class DirectiveSettings:
             "high_tier": self.high_tier,
             "min_tables": self.min_tables,
             "max_bridge_hops": self.max_bridge_hops,
+            "bridge_floor": self.bridge_floor,
             "rrf_k": self.rrf_k,
             "values": self.values,
             "keep_best": self.keep_best,
