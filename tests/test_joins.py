@@ -162,3 +162,28 @@ def test_directives_bridge_through_inferred_joins() -> None:
     assert "warehouses" in with_bridges.flagged
     plain = compute_directives(question, knowledge, c, SchemaIndex.build(c))
     assert "orders" in plain.flagged or "order_lines" in plain.flagged  # without the joins, no bridge
+
+
+def test_an_entity_ending_a_one_word_table_name_and_a_role_before_a_key_still_join() -> None:
+    found = pairs(
+        catalog(
+            Table("superhero", cols("id", "superhero_name:TEXT")),
+            Table("superpower", cols("id", "power_name:TEXT")),
+            Table("hero_power", cols("hero_id", "power_id")),
+            Table("bikeshare_station_info", cols("station_id", "name:TEXT")),
+            Table("bikeshare_status", cols("station_id", "bikes_available")),
+            Table("bikeshare_trips", cols("trip_id", "start_station_id", "end_station_id")),
+        )
+    )
+    assert ("hero_power", "hero_id", "superhero", "id") in found
+    assert ("hero_power", "power_id", "superpower", "id") in found
+    assert ("bikeshare_trips", "start_station_id", "bikeshare_station_info", "station_id") in found
+    assert ("bikeshare_trips", "end_station_id", "bikeshare_station_info", "station_id") in found
+    # The role rule needs a role: two tables holding the same plain key are left to the shared-name rule.
+    assert ("bikeshare_status", "station_id", "bikeshare_trips", "station_id") not in found
+    ambiguous = pairs(
+        catalog(
+            Table("superhero", cols("id")), Table("antihero", cols("id")), Table("hero_power", cols("hero_id", "x"))
+        )
+    )
+    assert not [p for p in ambiguous if p[1] == "hero_id"]  # two tables end in `hero`: neither is guessed

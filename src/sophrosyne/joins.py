@@ -133,8 +133,19 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
     keyed: dict[str, dict[tuple[str, ...], Column]] = {}
     by_words: dict[tuple[str, ...], list[Table]] = {}
     # Views are left out on both sides: a view is derived from tables it already joins (its definition).
+    words_of: dict[str, set[str]] = {}
+    leading: dict[str, list[str]] = {}
+    compounds: dict[str, list[Table]] = {}
     for t in (t for t in catalog.tables.values() if t.kind != "view"):
         entities[t.name] = table_entities(t.name)
+        words_of[t.name] = {stem(w) for w in split_identifier(_short(t.name))}
+        if t.columns:
+            leading[t.name] = [stem(w) for w in split_identifier(t.columns[0].name)]
+        plain = [w for w in split_identifier(_short(t.name)) if w not in _PREFIXES and not w.isdigit()]
+        if len(plain) == 1 and len(plain[0]) >= 7:
+            whole = stem(plain[0])
+            for cut in range(2, len(whole) - 3):
+                compounds.setdefault(whole[cut:], []).append(t)
         for entity in entities[t.name]:
             by_entity.setdefault(entity, []).append(t)
         keyed[t.name] = {}
@@ -163,12 +174,26 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
             continue
         # `OwnerUserId` -> users.Id and `home_team_api_id` -> team.team_api_id: a role word may lead the name,
         # so every tail that still ends in the key word is tried, the whole name first.
+        holder_names = {t.name for t, _ in held}
         for start in range(len(words) - 1):
             tail = words[start:]
             entity = " ".join(w for w in tail[:-1] if not w.isdigit())
             named = by_entity.get(entity, [])
             named_set = {t.name for t in named}
             owners = named + [t for t in by_words.get(tuple(tail), []) if len(tail) > 2 and tail[0] in entities[t.name]]
+            # Only the tables holding the column itself are named after its entity (`hero_power.power_id`).
+            elsewhere = [t for t in named if t.name not in holder_names]
+            if not elsewhere and start > 0 and len(tail) == 2:
+                # `start_station_id` -> bikeshare_station_info.station_id: no table is named `station`, but one
+                # whose name has the word leads with that very column, its key.
+                owners += [
+                    t for t in by_words.get(tuple(tail), []) if tail[0] in words_of[t.name] and leading[t.name] == tail
+                ]
+            if not elsewhere and start == 0 and " " not in entity and len(entity) >= 4:
+                # `hero_id` -> superhero.id, `power_id` -> superpower.id: the entity ends a one-word table name.
+                compound = compounds.get(entity, [])
+                owners += compound if len(compound) == 1 else []
+                named_set |= {t.name for t in compound}
             matched = False
             for owner in owners:
                 target = keyed[owner.name].get(tuple(tail)) or (

@@ -13,6 +13,7 @@ from sophrosyne.directives import (
     DirectiveSettings,
     LLMColumnInference,
     compute_directives,
+    keep_threshold,
     oracle_directives,
     score_tables,
 )
@@ -189,12 +190,14 @@ class Moderator:
         settings = DirectiveSettings()
         index = self.index
         # Scored as directives score: shard groups as units, over the joins the schema declares or implies.
-        scored = score_tables(question or "", knowledge, self.prepared.catalog, index, self.values, settings)
+        scored = score_tables(
+            question or "", knowledge, self.prepared.catalog, index, self.values, settings, self.prepared.units
+        )
         scores = scored.scores
         if not scores:
             return None
         best = max(scores, key=lambda t: scores[t])
-        threshold = settings.threshold_for(scored.has_knowledge)
+        threshold = keep_threshold(scored, settings)
         score = round(scores[best], 3)
         if score >= threshold and not scored.abstain_note:
             return SourceRelevance(

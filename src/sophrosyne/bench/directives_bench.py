@@ -200,7 +200,7 @@ def run_directives_bench(
             return {unit_of.get(t, t) for t in names}
 
         started = time.perf_counter()
-        scored = score_tables(q.question, q.knowledge, catalog, index, value_index, settings)
+        scored = score_tables(q.question, q.knowledge, catalog, index, value_index, settings, schema.units)
         directives = decide_directives(scored, settings, schema.units)
         latency = (time.perf_counter() - started) * 1000
         swept = {
@@ -251,7 +251,8 @@ def _with_model(
     names = inference.infer(q.question, q.knowledge, catalog)
     call_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
-    scored = score_tables(q.question, with_inferred_columns(q.knowledge, names), catalog, index, value_index, settings)
+    knowledge = with_inferred_columns(q.knowledge, names)
+    scored = score_tables(q.question, knowledge, catalog, index, value_index, settings, schema.units)
     directives = decide_directives(scored, settings, schema.units)
     directives_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()

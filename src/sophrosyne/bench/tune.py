@@ -84,7 +84,9 @@ def score_split(
             continue
         question = f"{q.question} {q.knowledge}" if drop_knowledge else q.question
         knowledge = "" if drop_knowledge else q.knowledge
-        scores = score_tables(question, knowledge, schema.catalog, indexes[q.db_id], values.get(q.db_id), settings)
+        scores = score_tables(
+            question, knowledge, schema.catalog, indexes[q.db_id], values.get(q.db_id), settings, schema.units
+        )
         scored.append((gold, scores))
     return scored
 

@@ -5,7 +5,13 @@ knowledge (reading the text), signals (what points at each table), scoring (the 
 columns), oracle (the tables a reference query reads).
 """
 
-from sophrosyne.directives.decision import Directives, TableDirective, compute_directives, decide_directives
+from sophrosyne.directives.decision import (
+    Directives,
+    TableDirective,
+    compute_directives,
+    decide_directives,
+    keep_threshold,
+)
 from sophrosyne.directives.inference import LLMColumnInference
 from sophrosyne.directives.knowledge import infer_identifiers, knowledge_units, question_units
 from sophrosyne.directives.model import FEATURES, DirectiveModel, DirectiveSettings, Fit, fitted_model
@@ -26,6 +32,7 @@ __all__ = [
     "fitted_model",
     "gold_tables",
     "infer_identifiers",
+    "keep_threshold",
     "knowledge_units",
     "oracle_directives",
     "question_units",

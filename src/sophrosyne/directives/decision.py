@@ -84,7 +84,7 @@ def compute_directives(
         names = inference.infer(question, text, catalog)
         if names:
             knowledge = with_inferred_columns(text, names)
-    scored = score_tables(question, knowledge, catalog, index, value_index, settings)
+    scored = score_tables(question, knowledge, catalog, index, value_index, settings, units)
     return decide_directives(scored, settings, units)
 
 
@@ -99,7 +99,7 @@ def decide_directives(
     reasons = {t: e.reason for t, e in scored.board.items()}
     if scored.abstain_note:
         return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
-    relevant = _keep(scores, scored, settings.threshold_for(scored.has_knowledge), settings)
+    relevant = _keep(scores, scored, keep_threshold(scored, settings), settings)
     if relevant and units is not None:
         relevant = tie_twins(relevant, units, scored.text)
     if not relevant:
@@ -121,8 +121,23 @@ def decide_directives(
     return Directives(flagged, sorted(relevant), scores=scores)
 
 
+def keep_threshold(scored: TableScores, settings: DirectiveSettings) -> float:
+    """The probability below which a table is flagged for this question: the fitted threshold, lowered in
+    proportion for a question longer than `long_question_words` content words."""
+    threshold = settings.threshold_for(scored.has_knowledge)
+    if scored.question_words > settings.long_question_words > 0:
+        threshold *= settings.long_question_words / scored.question_words
+    return threshold
+
+
 def _keep(scores: dict[str, float], scored: TableScores, threshold: float, settings: DirectiveSettings) -> set[str]:
     relevant = {t for t, s in scores.items() if s >= threshold}
+    if scored.schemas and relevant:
+        # The best table's schema (a warehouse dataset), and any the question names, are where it is likely
+        # answered.
+        homes = {scored.schemas.get(max(scores, key=lambda t: scores[t])), *scored.named_schemas}
+        floor = threshold * settings.home_schema_share
+        relevant |= {t for t, s in scores.items() if s >= floor and scored.schemas.get(t) in homes}
     # A column the knowledge writes out is an anchor: its table is kept whatever the model says. When
     # several tables have that column, the likeliest of them is kept (all of them with keep_shared_anchors).
     for holders in scored.anchor_groups:
@@ -134,7 +149,8 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
     if relevant and settings.keep_best:
         relevant.add(max(scores, key=lambda t: scores[t]))
     if relevant:
-        relevant |= set(bridges(relevant, scored.lexicon, settings.max_bridge_hops))
+        floor = threshold * settings.bridge_floor
+        relevant |= {t for t in bridges(relevant, scored.lexicon, settings.max_bridge_hops) if scores[t] >= floor}
     return relevant
 
 

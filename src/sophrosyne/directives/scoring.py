@@ -16,12 +16,14 @@ from sophrosyne.directives.knowledge import (
     passages,
     question_units,
     relevant_passages,
+    tokenize_words,
 )
 from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_signals, value_signals
+from sophrosyne.directives.units import Units, shards_named
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.text import QUERY_NOISE, tokenize
+from sophrosyne.index.text import QUERY_NOISE, normalize, tokenize
 from sophrosyne.index.values import ValueIndex
 from sophrosyne.index.vectors import one_blas_thread
 
@@ -40,6 +42,9 @@ class TableScores:
     anchor_groups: list[list[str]] = field(default_factory=list)  # holders of each column the knowledge names
     has_knowledge: bool = True
     text: str = ""  # the question and its knowledge, for what the decision reads from them (twins told apart)
+    question_words: int = 0  # content words of the question: a long one is held to a lower threshold
+    schemas: dict[str, str] = field(default_factory=dict)  # table -> its schema, in a catalog of several
+    named_schemas: set[str] = field(default_factory=set)  # schemas the question names ("World Bank data")
 
     @property
     def scores(self) -> dict[str, float]:
@@ -53,10 +58,12 @@ def score_tables(
     index: SchemaIndex,
     value_index: ValueIndex | None = None,
     settings: DirectiveSettings | None = None,
+    units: Units | None = None,
 ) -> TableScores:
-    """Score every visible table by what in the question and knowledge points to it."""
+    """Score every visible table by what in the question and knowledge points to it. With `units`, a number of
+    the question that names one of a shard group's tables (`2015` for `gsod2015`) grounds the group."""
     with one_blas_thread():
-        return _score_tables(question, knowledge, catalog, index, value_index, settings or DirectiveSettings())
+        return _score_tables(question, knowledge, catalog, index, value_index, settings or DirectiveSettings(), units)
 
 
 def _score_tables(
@@ -66,6 +73,7 @@ def _score_tables(
     index: SchemaIndex,
     value_index: ValueIndex | None,
     settings: DirectiveSettings,
+    units: Units | None = None,
 ) -> TableScores:
     text = knowledge_text(knowledge)
     chosen: list[str] | None = None
@@ -85,15 +93,20 @@ def _score_tables(
                     board[t].note("value_desc_word", 1.0)
     if settings.values:
         value_signals(question, text, catalog, value_index, board)
-    units = question_units(question)
+    if units is not None:
+        # A shard's date or release is a value of the group's partition, written in the question.
+        named = [t for t in shards_named(question, units) if t in board]
+        for t in named:
+            board[t].note("value_mention", 1.0 / len(named), "the question names one of its shards", 0.7)
+    asked = question_units(question)
     if settings.synonyms:
         found = synonyms(question, lexicon, index, settings.synonym_similarity)
         if found:
             # The question is also searched with the schema's words for its own: "trophy" as `awards`.
-            units[0] = f"{question} ({' '.join(found)})"
+            asked[0] = f"{question} ({' '.join(found)})"
     # A document's passages are searched whole: clause by clause, 16 passages made 150 searches a question.
     searched = chosen if chosen is not None else knowledge_units(text)
-    retrieval_signals(searched, units, index, lexicon, settings.rrf_k, board)
+    retrieval_signals(searched, asked, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(question, has_knowledge, lexicon, board)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.values():
@@ -103,6 +116,8 @@ def _score_tables(
         # No word of the question is a word of the schema, and nothing is named or grounded: any pick would
         # rest on fuzzy similarity alone, so say nothing rather than name tables at random.
         abstain = "nothing in the question names or resembles a table, column or value closely enough"
+    schemas = {t.name: t.schema or "" for t in catalog.tables.values()}
+    several = len(set(schemas.values())) > 1
     return TableScores(
         board,
         lexicon,
@@ -110,7 +125,24 @@ def _score_tables(
         anchor_groups=anchor_groups,
         has_knowledge=has_knowledge,
         text=f"{question} {text}",
+        question_words=len(tokenize_words(question)),
+        schemas=schemas if several else {},
+        named_schemas=_named_schemas(question, set(schemas.values())) if several else set(),
     )
+
+
+def _named_schemas(question: str, schemas: set[str]) -> set[str]:
+    """Schemas (a warehouse's datasets) the question names by their name or its first two words, spaced any
+    way: `covid19_jhu_csse` by "COVID-19", `world_bank_wdi` by "World Bank", `PANCANCER_ATLAS` by "PanCancer Atlas"."""
+    words = normalize(question).split()
+    compact = {"".join(words[i : i + n]) for n in range(1, 7) for i in range(len(words) - n + 1)}
+    named = set()
+    for schema in schemas:
+        parts = normalize(schema.rsplit(".", 1)[-1]).split()
+        for phrase in {" ".join(parts), " ".join(parts[:2])}:
+            if (" " in phrase or len(phrase) >= 4) and phrase.replace(" ", "") in compact:
+                named.add(schema)
+    return named
 
 
 _PASSAGES: dict[tuple[str, int], tuple[list[str], npt.NDArray[np.float32]]] = {}

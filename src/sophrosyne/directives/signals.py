@@ -71,8 +71,10 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
             board[t].note("knowledge_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`", 0.3)
     # Spellings are looked up among the text's runs of words: a warehouse has tens of thousands of them.
     grams = lexicon.grams(normalize(question + " " + knowledge))
+    # Compared without spaces too: `CytoBands_hg38` splits into three words, `CYTOBANDS_HG38` into two.
+    compact = {g.replace(" ", "") for g in grams if " " in g}
     for table, phrases in lexicon.table_phrases.items():
-        if any(p in grams for p in phrases):
+        if any(p in grams or p.replace(" ", "") in compact for p in phrases):
             board[table].note("table_named", 1.0, "the question names it", 0.9)
     for phrase in [p for p in lexicon.columns if " " in p and p in grams]:
         named = lexicon.columns[phrase]

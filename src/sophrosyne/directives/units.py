@@ -73,6 +73,7 @@ class Units:
     labels: dict[str, str] = field(default_factory=dict)  # representative -> how the unit is named (`x_*`)
     twins: list[list[str]] = field(default_factory=list)  # families of representatives that are versions
     marks: dict[str, str] = field(default_factory=dict)  # table of a family -> its version affix
+    shard_keys: dict[str, set[str]] = field(default_factory=dict)  # representative -> its shards' varying digits
 
     def unit_of(self) -> dict[str, str]:
         """Every table -> the label of its unit (its own name when it is alone)."""
@@ -91,6 +92,7 @@ def fold_units(catalog: Catalog) -> Units:
             skeletons.setdefault(skeleton.lower(), []).append(table)
     members: dict[str, list[str]] = {}
     labels: dict[str, str] = {}
+    keys: dict[str, set[str]] = {}
     grouped: set[str] = set()
     for tables in skeletons.values():
         if len(tables) < MIN_SHARDS:
@@ -104,6 +106,7 @@ def fold_units(catalog: Catalog) -> Units:
         original = shard_skeleton(widest.name) or widest.name
         labels[widest.name] = f"{original.replace('#', '*')} ({len(names)} tables)"
         grouped.update(names)
+        keys[widest.name] = {k for n in names for k in varying_digits(n)}
     kept = {n: t for n, t in catalog.tables.items() if n not in grouped or n in members}
     for name in kept:
         members.setdefault(name, [name])
@@ -124,7 +127,45 @@ def fold_units(catalog: Catalog) -> Units:
             if plain:
                 marks.setdefault(plain, "")
     reduced = catalog if len(kept) == len(catalog.tables) else Catalog(tables=kept, dialect=catalog.dialect)
-    return Units(reduced, members, labels, twins, marks)
+    return Units(reduced, members, labels, twins, marks, keys)
+
+
+def varying_digits(name: str) -> set[str]:
+    """The digits that tell a shard from its siblings (`ga_sessions_20170801` -> 20170801, `CLINICAL_GDC_R39`
+    -> 39), leading zeros dropped, each run and all runs together (`x_2017_02` -> 2017, 2, 201702)."""
+    short = _short(name)
+    runs = [m.group() for m in _LONG_DIGITS.finditer(short)]
+    end = _END_DIGITS.search(short)
+    if end and end.group() not in runs:
+        runs.append(end.group())
+    found = {r.lstrip("0") or "0" for r in runs}
+    if len(runs) > 1:
+        found.add("".join(runs).lstrip("0"))
+    return found
+
+
+_MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()  # noqa: SIM905
+_MONTH_YEAR = re.compile(
+    r"\b(" + "|".join(_MONTHS) + r")[a-z]*\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(\d{4})\b", re.IGNORECASE
+)
+
+
+def question_numbers(text: str) -> set[str]:
+    """Numbers a question writes (two digits or more, leading zeros dropped), and each month it names with
+    its year as `yyyymm` (`April 2022` -> 202204), the forms date-sharded tables are named with."""
+    found = {n.lstrip("0") for n in re.findall(r"\d{2,}", text)} - {""}
+    for month, year in _MONTH_YEAR.findall(text):
+        found.add(f"{year}{_MONTHS.index(month[:3].lower()) + 1:02d}")
+    return found
+
+
+def shards_named(text: str, units: Units) -> list[str]:
+    """Representatives of the shard groups one of whose tables is named by a number of the text (its year,
+    month or release): the question picks that unit."""
+    if not units.shard_keys:
+        return []
+    numbers = question_numbers(text)
+    return sorted(rep for rep, keys in units.shard_keys.items() if keys & numbers)
 
 
 def tie_twins(relevant: set[str], units: Units, text: str) -> set[str]:
