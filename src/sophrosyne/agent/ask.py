@@ -84,7 +84,9 @@ async def run_ask(
             # client's would interleave with the progress lines.
             for name in ("", "mcp", "httpx2", "httpx", "openai"):
                 logging.getLogger(name).setLevel(logging.WARNING)
-            err_console.print(f"[dim]{request.solver} on {escape(toolbox.label)} with {escape(model.model)}[/]")
+            err_console.print(
+                f"[dim]{request.solver} on {escape(toolbox.label)} with {escape(model.model)}[/]", soft_wrap=True
+            )
             outcome: Outcome
             if request.solver == "flex":
                 flex = FlexSQL(model, toolbox, settings, executor=PythonExecutor(settings), on_step=show)
