@@ -76,29 +76,14 @@ def ours(db: Path, cache: Path) -> Server:
     )
 
 
-ECHO_SERVER = """\
-from mcp.server.mcpserver import MCPServer
-
-server = MCPServer(name="echo")
+ECHO_SERVER = Path(__file__).with_name("echo_server.py")
 
 
-@server.tool()
-def echo(text: str) -> str:
-    \"\"\"Return the text unchanged.\"\"\"
-    return text
-
-
-server.run("stdio")
-"""
-
-
-def echo_floor(folder: Path) -> Server:
+def echo_floor() -> Server:
     """A bare MCPServer on the same SDK as ours: what the SDK alone costs (start-up and a round trip)."""
-    script = folder / "echo_server.py"
-    script.write_text(ECHO_SERVER)
     call = ("echo", {"text": "x"})
     operations = ("list", "describe", "value_search", "small_query", "query_10k_rows")
-    return Server("sdk-echo", [sys.executable, str(script)], dict.fromkeys(operations, call))
+    return Server("sdk-echo", [sys.executable, str(ECHO_SERVER)], dict.fromkeys(operations, call))
 
 
 def install_dbhub(folder: Path, db: Path) -> Server | str:
@@ -307,7 +292,7 @@ def main() -> None:
     db = args.peers_dir / "toxicology.sqlite"  # a copy: every server reads the same file, none the shared one
     if not db.exists():
         shutil.copyfile(SOURCE_DB, db)
-    servers = [ours(db, args.peers_dir / "cache"), echo_floor(args.peers_dir)]
+    servers = [ours(db, args.peers_dir / "cache"), echo_floor()]
     skipped = {}
     for install in (install_dbhub, install_reference):
         peer = install(args.peers_dir, db)

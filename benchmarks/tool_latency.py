@@ -40,20 +40,7 @@ from rich.table import Table as RichTable
 from synthetic_db import BIG_TABLE, SEARCH_COLUMN, DatabaseShape, build_database
 
 SEARCH_TERMS = ("smith", "maria", "garcia lopez", "jhonson", "zzqxv")  # common, first name, two words, typo, none
-ECHO_SERVER = """\
-from mcp.server.mcpserver import MCPServer
-
-server = MCPServer(name="echo")
-
-
-@server.tool()
-def echo(text: str) -> str:
-    \"\"\"Return the text unchanged.\"\"\"
-    return text
-
-
-server.run("stdio")
-"""
+ECHO_SERVER = Path(__file__).with_name("echo_server.py")
 # Acceptance limits (issue 2). The stdio check uses the cheapest data tool: its in-process work is small, so
 # the ratio measures what the server adds to a round trip, not the cost of the query itself.
 LIMITS = {"list_tables_p95_ms": 50.0, "describe_table_p95_ms": 20.0, "search_p95_ms": 300.0, "stdio_ratio": 2.0}
@@ -259,7 +246,7 @@ async def _measure_stdio(
     server = StdioServerParameters(
         command=sys.executable, args=["-m", "sophrosyne", "serve", str(db_path)], cwd=str(workdir)
     )
-    echo_server = StdioServerParameters(command=sys.executable, args=["-c", ECHO_SERVER], cwd=str(workdir))
+    echo_server = StdioServerParameters(command=sys.executable, args=[str(ECHO_SERVER)], cwd=str(workdir))
     log_path = workdir / "tool_latency.servers.log"
     samples: dict[str, list[float]] = {case.name: [] for case in cases}
     echo_samples: list[float] = []
