@@ -138,13 +138,16 @@ def _load(
     )
 
 
-def _table(title: str, rows: dict[str, dict[str, Any]], first: str, metrics: tuple[str, ...] = METRICS) -> RichTable:
+def figures_table(
+    title: str, rows: dict[str, dict[str, Any]], first: str, metrics: tuple[str, ...] | list[str] = METRICS
+) -> RichTable:
+    """One row per name, one right-aligned column per metric (every bench command prints its figures so)."""
     table = RichTable(title=title, title_justify="left", header_style="bold")
     table.add_column(first)
     for metric in metrics:
         table.add_column(metric.replace("_", " "), justify="right")
     for name, values in rows.items():
-        table.add_row(escape(name), *(_cell(values.get(m)) for m in metrics))
+        table.add_row(escape(name), *(cell_text(values.get(m)) for m in metrics))
     return table
 
 
@@ -159,11 +162,12 @@ def _beside(title: str, first: str, rows: dict[str, dict[str, dict[str, Any]]]) 
         table.add_column(metric.replace("_", " "), justify="right")
     for name, by_part in rows.items():
         for i, (part, values) in enumerate(by_part.items()):
-            table.add_row(escape(name) if i == 0 else "", PART_NAMES[part], *(_cell(values.get(m)) for m in BESIDE))
+            table.add_row(escape(name) if i == 0 else "", PART_NAMES[part], *(cell_text(values.get(m)) for m in BESIDE))
     return table
 
 
-def _cell(value: Any) -> str:
+def cell_text(value: Any) -> str:
+    """A figure as the bench tables print it: three decimals, or "-" when it is missing."""
     if value is None:
         return "-"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
@@ -176,7 +180,7 @@ def print_report(result: dict[str, Any]) -> None:
     headline, parts, summary = result["headline"], result["parts"], result["summary"]
     systems = list(result["systems"])
     console.print(
-        _table(
+        figures_table(
             f"Directives on {result['dataset']}, {PART_LABELS[headline]}: {summary.get('questions', 0)} questions "
             f"(index build {summary.get('index_build_s', 0.0):.2f} s, "
             f"values {summary.get('value_index_build_s', 0.0):.2f} s)",
@@ -204,9 +208,9 @@ def print_report(result: dict[str, Any]) -> None:
     per_database = {
         f"{db} ({part_of[db]})" if db in part_of else db: v["directives"] for db, v in result["per_database"].items()
     }
-    console.print(_table("Per database (directives)", per_database, "database"))
+    console.print(figures_table("Per database (directives)", per_database, "database"))
     title = f"Per difficulty (directives), {PART_LABELS[headline]}"
-    console.print(_table(title, {d: v["directives"] for d, v in result["per_difficulty"].items()}, "difficulty"))
+    console.print(figures_table(title, {d: v["directives"] for d, v in result["per_difficulty"].items()}, "difficulty"))
     if len(names) > 1:
         difficulties = sorted({d for p in names for d in parts[p]["per_difficulty"]})
         rows = {
@@ -223,8 +227,8 @@ def print_report(result: dict[str, Any]) -> None:
             prefix = f"{PART_NAMES[part]} " if len(names) > 1 else ""
             curve.add_column(prefix + column.replace("_", " "), justify="right")
     for i, point in enumerate(result["curve"]):
-        cells = [_cell(parts[p]["curve"][i][c]) for p in names for c in ("safe_rate", "prune_rate")]
-        curve.add_row(_cell(point["threshold"]), *cells)
+        cells = [cell_text(parts[p]["curve"][i][c]) for p in names for c in ("safe_rate", "prune_rate")]
+        curve.add_row(cell_text(point["threshold"]), *cells)
     console.print(curve)
     if result["skipped"]:
         console.print(

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli import bench_app, cell_text, figures_table
 from sophrosyne.terminal import console, progress_bar, reported
 
 if TYPE_CHECKING:
@@ -150,32 +150,16 @@ def write_json(result: dict[str, Any], path: Path) -> None:
     console.print(f"[dim]wrote {path}[/]")
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-def _figures(title: str, first: str, rows: dict[str, dict[str, Any]], metrics: list[str]) -> RichTable:
-    table = RichTable(title=title, title_justify="left", header_style="bold")
-    table.add_column(first)
-    for metric in metrics:
-        table.add_column(metric.replace("_", " "), justify="right")
-    for name, values in rows.items():
-        table.add_row(escape(name), *(_cell(values.get(m)) for m in metrics))
-    return table
-
-
 def print_score(result: dict[str, Any]) -> None:
     suite, summary = result["suite"], result["summary"]
     metrics = [m for m in ("questions", "ex", "soft_f1", "r_ves", "predicted", "errors", "timeouts") if m in summary]
-    console.print(_figures(f"{suite['dataset']} ({suite['metric']} rules)", "", {"all": summary}, metrics))
-    console.print(_figures("Per difficulty", "difficulty", result["per_difficulty"], metrics))
-    console.print(_figures("Per database", "database", result["per_database"], metrics))
+    console.print(figures_table(f"{suite['dataset']} ({suite['metric']} rules)", {"all": summary}, "", metrics))
+    console.print(figures_table("Per difficulty", result["per_difficulty"], "difficulty", metrics))
+    console.print(figures_table("Per database", result["per_database"], "database", metrics))
     exploration = summary.get("exploration")
     if exploration:
         names = [k for k, v in exploration.items() if v is not None]
-        console.print(_figures("Exploration (from the audit log)", "", {"all": exploration}, names))
+        console.print(figures_table("Exploration (from the audit log)", {"all": exploration}, "", names))
     if suite["skipped"]:
         reasons = ", ".join(f"{n} {r}" for r, n in suite["skipped_by_reason"].items())
         console.print(f"[yellow]{suite['skipped']} question(s) skipped: {escape(reasons)}.[/]")
@@ -253,20 +237,21 @@ def print_tokens(result: dict[str, Any]) -> None:
                 "yes" if d["with_values"] else "no",
                 str(d["questions"]),
                 str(d["coarse_tokens"]),
-                _cell(d["fine_tokens_median"]),
-                _cell(d["fine_tokens_p90"]),
-                _cell(d["ratio"]),
+                cell_text(d["fine_tokens_median"]),
+                cell_text(d["fine_tokens_p90"]),
+                cell_text(d["ratio"]),
             )
         console.print(table)
         s = part["summary"]
         console.print(
             f"{name}: {s['databases']} databases ({s['databases_with_values']} with values), "
-            f"{s['questions']} questions; coarse/fine median {_cell(s['ratio_median'])}, p90 {_cell(s['ratio_p90'])}"
+            f"{s['questions']} questions; coarse/fine median {cell_text(s['ratio_median'])}, "
+            f"p90 {cell_text(s['ratio_p90'])}"
         )
     s = result["summary"]
     console.print(
-        f"[bold]All: {s['databases']} databases; coarse/fine median {_cell(s['ratio_median'])}, "
-        f"p90 {_cell(s['ratio_p90'])}[/]"
+        f"[bold]All: {s['databases']} databases; coarse/fine median {cell_text(s['ratio_median'])}, "
+        f"p90 {cell_text(s['ratio_p90'])}[/]"
     )
 
 
