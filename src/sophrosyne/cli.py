@@ -410,8 +410,7 @@ def ask(
     from sophrosyne.agent import Solver
     from sophrosyne.agent.ask import AskRequest, is_interactive, toolbox_for
     from sophrosyne.agent.ask import ask as run_ask
-    from sophrosyne.errors import ModelError
-    from sophrosyne.llm import NOT_CONFIGURED, ModelClient
+    from sophrosyne.llm import ModelClient
     from sophrosyne.settings import Settings
 
     if solver not in ("explorer", "flex"):
@@ -424,13 +423,7 @@ def ask(
         else:
             db, (question,) = split_db(args, 1, "[DB] QUESTION")
         settings = Settings.load(config, policy_file=policy, directives=directives)
-        try:
-            llm = ModelClient.from_settings(settings, model=model, base_url=base_url)
-        except ModelError as exc:
-            if exc.message != NOT_CONFIGURED:
-                raise
-            err_console.print(f"error: {exc.message}", soft_wrap=True, highlight=False, markup=False)
-            raise typer.Exit(2) from None
+        llm = ModelClient.from_settings(settings, model=model, base_url=base_url)  # exits 2 without a model
         env = open_env(db, config, descriptions, policy=policy, role=role, directives=directives) if db else None
         chosen: Solver = "flex" if solver == "flex" else "explorer"
         request = AskRequest(question, knowledge, chosen, review, trace, as_json, is_interactive(as_json))

@@ -10,6 +10,7 @@ class SophrosyneError(Exception):
     """
 
     code = "error"
+    exit_code = 1  # of a command that stops on it
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -115,6 +116,12 @@ class ModelError(SophrosyneError):
     """The model endpoint is not configured, refused the request, or kept failing after the retries."""
 
     code = "model"
+
+
+class ModelNotConfigured(ModelError):
+    """No model is set: commands that need one exit 2, so scripts tell it from a failed run."""
+
+    exit_code = 2
 
 
 class SandboxUnavailable(SophrosyneError):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from sophrosyne.errors import ModelError
+from sophrosyne.errors import ModelError, ModelNotConfigured
 from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
@@ -232,7 +232,7 @@ class ModelClient:
         """The agent's model from settings (and command-line overrides); a one-line error when none is set."""
         name = model or settings.model
         if not name:
-            raise ModelError(NOT_CONFIGURED)
+            raise ModelNotConfigured(NOT_CONFIGURED)
         key = settings.api_key.get_secret_value() if settings.api_key else None
         return cls(name, base_url=base_url or settings.base_url, api_key=key, settings=settings)
 

@@ -24,15 +24,16 @@ Tick = Callable[[str, int, int], None]
 
 @contextmanager
 def reported() -> Iterator[None]:
-    """The one place where errors become a one-line reason (and a hint) on stderr and exit code 1; an error
-    we did not expect is one line too (its traceback goes to the log, at --log-level debug)."""
+    """The one place where errors become a one-line reason (and a hint) on stderr and the error's exit code
+    (1, or 2 for a missing model); an error we did not expect is one line too (its traceback goes to the log,
+    at --log-level debug)."""
     try:
         yield
     except SophrosyneError as exc:
         err_console.print(f"[bold red]error:[/] {escape(shorten_line(exc.message))}", soft_wrap=True)
         if exc.hint:
             err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(exc.exit_code) from None
     except (typer.Exit, typer.Abort, TyperException, KeyboardInterrupt, SystemExit):
         raise  # usage errors keep click's own message and exit code
     except Exception as exc:

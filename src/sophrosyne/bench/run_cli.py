@@ -24,7 +24,7 @@ from sophrosyne.bench.commands import (
     open_suite,
     write_json,
 )
-from sophrosyne.terminal import console, err_console, reported, status_bar
+from sophrosyne.terminal import console, reported, status_bar
 
 
 @bench_app.command("run")
@@ -69,8 +69,7 @@ def run_command(
     from sophrosyne.bench.run import ARMS, RunPlan, run_plan
     from sophrosyne.bench.runs import read_runs, summarize_runs
     from sophrosyne.bench.suites import parse_shard, select
-    from sophrosyne.errors import ModelError
-    from sophrosyne.llm import NOT_CONFIGURED, ModelClient
+    from sophrosyne.llm import ModelClient
     from sophrosyne.settings import Settings
 
     if solver not in ("explorer", "flex"):
@@ -81,13 +80,7 @@ def run_command(
             raise typer.BadParameter("Spider 2.0's databases are not reachable here: score its result CSVs instead.")
         suite = select(suite, limit=limit, databases=db, difficulties=difficulty, shard=parse_shard(shard))
         settings = Settings.load(config)
-        try:
-            llm = ModelClient.from_settings(settings, model=model, base_url=base_url)
-        except ModelError as exc:
-            if exc.message != NOT_CONFIGURED:
-                raise
-            err_console.print(f"error: {exc.message}", soft_wrap=True, highlight=False, markup=False)
-            raise typer.Exit(2) from None
+        llm = ModelClient.from_settings(settings, model=model, base_url=base_url)  # exits 2 without a model
         plan = RunPlan(
             suite,
             list(arm or ARMS),
