@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,20 +130,20 @@ class Engine:
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
 
 
-class FileEngine(Engine):
+class FileEngine(Engine, ABC):
     """An engine over one local file, reached through its own DB-API driver (no SQLAlchemy: it starts fast)."""
 
     file_suffixes: ClassVar[tuple[str, ...]] = ()
     driver: ClassVar[str] = ""
     reads_file_names = False
 
+    @abstractmethod
     def connect(self, path: Path) -> Any:
         """A new read-only connection to the file, usable from any thread (one at a time)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def error(self) -> type[Exception]:
         """The driver's base error class."""
-        raise NotImplementedError
 
     def probe(self, raw: Any) -> None:
         """Read something from a new connection, so a file that is no database fails here, not later."""
