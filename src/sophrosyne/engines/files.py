@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from sophrosyne.connection import Database
 
 
+# The longest string or blob SQLite builds or reads in a session ("string or blob too big" past it).
+LONGEST_VALUE_BYTES = 64 << 20
+
+
 class SQLite(FileEngine):
     name = "sqlite"
     file_suffixes = (".sqlite", ".sqlite3", ".db")
@@ -48,6 +52,9 @@ class SQLite(FileEngine):
         conn.execute("PRAGMA query_only = 1")
         # ATTACH and VACUUM INTO create files even on a read-only connection: allow no attached database.
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        # No single string or blob past this, built by a statement or read from the file: one value of
+        # printf('%.*c', 900000000, 'x') would otherwise hold a gigabyte before a row is handed over.
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, LONGEST_VALUE_BYTES)
         # SQLite's own LOWER folds ASCII only; agents search names such as 'École' too.
         conn.create_function("lower", 1, _unicode_lower, deterministic=True)
         # REGEXP and floor() as SQLAlchemy's SQLite driver provided them, which queries written here rely on;
@@ -125,6 +132,9 @@ class DuckDB(FileEngine):
     fence_materialized = True
     has_ilike = True
     reads_file_names = True
+    # A DuckDB connection, even read-only, holds the file's lock: no other process could open the file to
+    # write while the server is idle. Opening one costs about 165 ms, so idle ones go only after a pause.
+    idle_close_s = 1.0
 
     def connect(self, path: Path) -> Any:
         import duckdb
