@@ -6,6 +6,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from sophrosyne.errors import (
     QueryTimeout,
     SophrosyneError,
 )
+from sophrosyne.reading import Read, read_rows
 from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
@@ -44,12 +46,14 @@ _CONNECT_HINT = "Check that the server runs and that the URL, user and database 
 
 @dataclass
 class QueryResult:
-    """Rows of one statement, capped; `truncated` says the engine had more."""
+    """Rows of one statement, capped; `truncated` says the engine had more; `cut` says what was cut as the
+    rows were read (long values, or rows past the memory bound), in a sentence for the response."""
 
     columns: list[str]
     rows: list[tuple[Any, ...]]
     truncated: bool
     elapsed_ms: float
+    cut: str | None = None
 
 
 class Pool(Protocol):
@@ -146,21 +150,26 @@ class Database:
         deadline.check("the statement")
         timeout = deadline.remaining(timeout_s if timeout_s is not None else self.settings.timeout_s)
         started = time.perf_counter()
-        with self.session(timeout, fenced=fenced) as cursor:
-            cursor.execute(sql)
-            description = cursor.description
+        with (
+            self.session(timeout, fenced=fenced) as cursor,
+            self.engine.reading(cursor, sql, time.monotonic() + timeout) as results,
+        ):
+            description = results.description
             columns = [str(d[0]) for d in description] if description else []
-            if not description:
-                rows, truncated = [], False
-            elif limit is None:
-                rows, truncated = [tuple(r) for r in cursor.fetchall()], False
-            else:
-                fetched = cursor.fetchmany(limit + 1)
-                truncated = len(fetched) > limit
-                rows = [tuple(r) for r in fetched[:limit]]
+            # Rows a few at a time, long values cut as they arrive: the memory a result holds is bounded too.
+            read = (
+                read_rows(
+                    results,
+                    limit,
+                    value_chars=self.settings.read_value_chars,
+                    result_bytes=self.settings.read_result_bytes,
+                )
+                if description
+                else Read([], False)
+            )
         elapsed = (time.perf_counter() - started) * 1000
-        logger.debug("%s: %d rows in %.1f ms: %.200s", self.name, len(rows), elapsed, sql)
-        return QueryResult(columns, rows, truncated, elapsed)
+        logger.debug("%s: %d rows in %.1f ms: %.200s", self.name, len(read.rows), elapsed, sql)
+        return QueryResult(columns, read.rows, read.more, elapsed, read.note())
 
     @contextmanager
     def session(self, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
@@ -205,7 +214,8 @@ class FilePool:
     Opening a connection costs little, but SQLite parses the schema again on each new one, which adds up on
     large schemas; a few idle connections are kept, and more are opened when threads need them. The path
     is checked at each hand-out: a file replaced under it is opened anew, a removed one is an error until
-    it is back.
+    it is back. An engine whose connections lock the file (DuckDB) has its idle ones closed after
+    `engine.idle_close_s` without a call, so that other processes may write to the file meanwhile.
     """
 
     keep = 4
@@ -220,6 +230,8 @@ class FilePool:
         self._opened: dict[int, object] = {}  # id of a connection -> identity of the file it opened
         self._lock = threading.Lock()
         self.identity: object = self._stat()
+        self._last_release = 0.0
+        self._closer: threading.Timer | None = None
 
     def _stat(self) -> object:
         """The file's identity (device and inode): a file replaced under the same path has another."""
@@ -271,8 +283,32 @@ class FilePool:
             current = self._opened.get(id(raw)) == self.identity
             if current and len(self._idle) < self.keep:
                 self._idle.append(raw)
+                self._last_release = time.monotonic()
+                self._close_when_idle()
                 return
         self._close(raw)
+
+    def _close_when_idle(self) -> None:
+        """(Under the lock.) Close the idle connections once none was used for `idle_close_s`."""
+        wait = self.engine.idle_close_s
+        if wait is None or self._closer is not None:
+            return
+        due = self._last_release + wait - time.monotonic()
+        # The timer holds the pool weakly: a pending timer does not keep connections alive past the pool.
+        self._closer = threading.Timer(max(0.0, due), _close_idle_of, (weakref.ref(self),))
+        self._closer.daemon = True
+        self._closer.start()
+
+    def _close_idle(self) -> None:
+        wait = self.engine.idle_close_s or 0.0
+        with self._lock:
+            self._closer = None
+            if time.monotonic() - self._last_release < wait:
+                self._close_when_idle()  # used meanwhile: wait for its own pause
+                return
+            idle, self._idle = self._idle, []
+        for raw in idle:
+            self._close(raw)
 
     def _close(self, raw: Any) -> None:
         with self._lock:
@@ -282,8 +318,17 @@ class FilePool:
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
+            closer, self._closer = self._closer, None
+        if closer is not None:
+            closer.cancel()
         for raw in idle:
             self._close(raw)
+
+
+def _close_idle_of(pool: weakref.ref[FilePool]) -> None:
+    alive = pool()
+    if alive is not None:
+        alive._close_idle()
 
 
 def open_failure(path: Path, message: str) -> ConnectionFailed:

@@ -324,7 +324,7 @@ class Environment:
             sql_executed=self._shown_sql(executed, expression),
             elapsed_ms=round(result.elapsed_ms, 2),
             reminder=self._reminder(read),
-            note=capped,
+            note=" ".join(x for x in (capped, result.cut) if x) or None,
             cut=cut,
         )
         return fit(output, self.settings.token_budget)
@@ -461,7 +461,7 @@ class Environment:
         if not self.role.unrestricted:
             # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
             kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
-            result = QueryResult(result.columns, kept, result.truncated, result.elapsed_ms)
+            result = QueryResult(result.columns, kept, result.truncated, result.elapsed_ms, result.cut)
         note_statement(sql, executed, len(result.rows))
         return result, executed, expression
 

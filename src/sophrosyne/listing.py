@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sophrosyne import patterns
+from sophrosyne.arguments import MAX_TERM_CHARS
 from sophrosyne.budget import cut_lists, fits
 from sophrosyne.catalog import Catalog, ForeignKey, Table, TableGroup, group_tables
 from sophrosyne.errors import InvalidArgument
@@ -20,19 +21,33 @@ class Entry:
     group: TableGroup | None = None
 
 
-def matches(name: str, pattern: str | None) -> bool:
-    """A glob (`sales_*`, `*order*`), or else a substring, matched without regard to case."""
+def matcher(pattern: str | None) -> Callable[[str], bool]:
+    """A glob (`sales_*`, `*order*`), or else a substring, matched without regard to case, in time linear in
+    the name (the glob runs on RE2, see patterns.py); a pattern longer than any name is refused first."""
     if not pattern:
-        return True
-    lowered, wanted = name.lower(), pattern.lower()
-    if any(ch in wanted for ch in "*?["):
-        return fnmatch.fnmatchcase(lowered, wanted)
-    return wanted in lowered
+        return lambda name: True
+    if len(pattern) > MAX_TERM_CHARS:
+        raise InvalidArgument(
+            f"`pattern` is {len(pattern):,} characters long; at most {MAX_TERM_CHARS:,} are read.",
+            hint="Give a glob (`sales_*`) or a part of a table name.",
+        )
+    wanted = pattern.lower()
+    if not any(ch in wanted for ch in "*?["):
+        return lambda name: wanted in name.lower()
+    try:
+        compiled = patterns.glob(wanted)
+    except patterns.PatternError as exc:
+        raise InvalidArgument(
+            f"the pattern is not a glob that can be matched: {exc}.",
+            hint="Use * for any text, ? for one character and [abc] or [a-z] for one of a set.",
+        ) from None
+    return lambda name: compiled.search(name.lower()) is not None
 
 
 def entries(catalog: Catalog, pattern: str | None) -> list[Entry]:
     """The listing's lines in catalog order (search path first), each group where its first table is."""
-    tables = [t for t in catalog.tables.values() if matches(t.name, pattern)]
+    match = matcher(pattern)
+    tables = [t for t in catalog.tables.values() if match(t.name)]
     groups = catalog.groups() if not pattern else group_tables(tables)
     first_of = {g.tables[0]: g for g in groups}
     grouped = {name for g in groups for name in g.tables}

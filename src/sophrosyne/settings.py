@@ -55,6 +55,20 @@ class Settings(BaseModel):
         200, ge=10, le=1_000_000, description="Rows describe_table reads for samples and null shares."
     )
     value_chars: int = Field(60, ge=8, le=2000, description="Longest a single value is shown before it is cut.")
+    read_value_chars: int = Field(
+        100_000,
+        ge=2000,
+        le=100_000_000,
+        description="Longest a single value is kept in memory as a result is read; a longer one is cut as it "
+        "arrives, and the response says so.",
+    )
+    read_result_bytes: int = Field(
+        50_000_000,
+        ge=1_000_000,
+        le=4_000_000_000,
+        description="Most bytes of values one statement's result may hold in memory; reading stops there, and "
+        "the response says so.",
+    )
     distinct_limit: int = Field(
         50, ge=1, le=10_000, description="Default number of values get_distinct_values returns."
     )

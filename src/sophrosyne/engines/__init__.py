@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from sophrosyne.engines import mysql_dialect  # noqa: F401 - sqlglot's `mysql` dialect as MariaDB needs it
 from sophrosyne.engines.base import CONNECT_TIMEOUT_S, OPEN_WAIT_S, Cursor, Engine, FileEngine, Row, ServerEngine
 from sophrosyne.engines.files import DuckDB, SQLite
 from sophrosyne.engines.servers import MySQL, PostgreSQL

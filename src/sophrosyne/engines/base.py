@@ -98,6 +98,14 @@ class Engine:
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
         yield  # pragma: no cover - makes this a generator
 
+    @contextmanager
+    def reading(self, cursor: Cursor, sql: str, deadline: float) -> Iterator[Cursor]:
+        """Run `sql` in the session of `cursor`; the cursor its rows are then read from, as few at a time as
+        asked (see reading.py). By default the session's own cursor, whose driver steps the statement as rows
+        are fetched (SQLite, DuckDB). `deadline`: time.monotonic() by which the statement must be done."""
+        cursor.execute(sql)
+        yield cursor
+
     def interrupt(self, raw: Any) -> None:
         """Stop the statement running on connection `raw` (called from another thread); by default, nothing."""
 
@@ -136,6 +144,8 @@ class FileEngine(Engine, ABC):
     file_suffixes: ClassVar[tuple[str, ...]] = ()
     driver: ClassVar[str] = ""
     reads_file_names = False
+    # Seconds an idle connection is kept for the next call; None keeps it while the database is served.
+    idle_close_s: ClassVar[float | None] = None
 
     @abstractmethod
     def connect(self, path: Path) -> Any:

@@ -13,12 +13,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sophrosyne import catalog_reader
+from sophrosyne import catalog_reader, patterns
 from sophrosyne.engines.base import OPEN_WAIT_S, Cursor, FileEngine, Row
 
 if TYPE_CHECKING:
     from sophrosyne.catalog import Catalog
     from sophrosyne.connection import Database
+
+
+# The longest string or blob SQLite builds or reads in a session ("string or blob too big" past it).
+LONGEST_VALUE_BYTES = 64 << 20
 
 
 class SQLite(FileEngine):
@@ -42,14 +46,20 @@ class SQLite(FileEngine):
     def connect(self, path: Path) -> Any:
         # mode=ro makes SQLite itself refuse writes; query_only is a second lock on the same door.
         # A file locked by a writer is waited for briefly on opening; a session waits as long as its deadline.
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=OPEN_WAIT_S)
+        conn = sqlite3.connect(
+            f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=OPEN_WAIT_S, factory=_Connection
+        )
         conn.execute("PRAGMA query_only = 1")
         # ATTACH and VACUUM INTO create files even on a read-only connection: allow no attached database.
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        # No single string or blob past this, built by a statement or read from the file: one value of
+        # printf('%.*c', 900000000, 'x') would otherwise hold a gigabyte before a row is handed over.
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, LONGEST_VALUE_BYTES)
         # SQLite's own LOWER folds ASCII only; agents search names such as 'École' too.
         conn.create_function("lower", 1, _unicode_lower, deterministic=True)
-        # REGEXP and floor() as SQLAlchemy's SQLite driver provided them, which queries written here rely on.
-        conn.create_function("regexp", 2, _regexp, deterministic=True)
+        # REGEXP and floor() as SQLAlchemy's SQLite driver provided them, which queries written here rely on;
+        # REGEXP on RE2, in time linear in the value (see patterns.py).
+        conn.create_function("regexp", 2, conn.regexp, deterministic=True)
         conn.create_function("floor", 1, _floor, deterministic=True)
         return conn
 
@@ -68,8 +78,14 @@ class SQLite(FileEngine):
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
         raw.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
         cursor = raw.cursor()
+        raw.refused_pattern = None
         try:
             yield cursor
+        except sqlite3.OperationalError:
+            if raw.refused_pattern is None:
+                raise
+            # SQLite says only "user-defined function raised exception": say which pattern, and why.
+            raise sqlite3.OperationalError(f"REGEXP {raw.refused_pattern}") from None
         finally:
             cursor.close()
             raw.set_progress_handler(None, 0)
@@ -116,6 +132,9 @@ class DuckDB(FileEngine):
     fence_materialized = True
     has_ilike = True
     reads_file_names = True
+    # A DuckDB connection, even read-only, holds the file's lock: no other process could open the file to
+    # write while the server is idle. Opening one costs about 165 ms, so idle ones go only after a pause.
+    idle_close_s = 1.0
 
     def connect(self, path: Path) -> Any:
         import duckdb
@@ -184,8 +203,21 @@ def _unicode_lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
-def _regexp(pattern: str, value: str | None) -> bool | None:
-    return None if value is None else re.search(pattern, value) is not None
+class _Connection(sqlite3.Connection):
+    """A SQLite connection whose REGEXP keeps the reason it refused a pattern, for the error it causes."""
+
+    refused_pattern: str | None = None
+
+    def regexp(self, pattern: Any, value: Any) -> bool | None:
+        if value is None or pattern is None:
+            return None
+        try:
+            compiled = patterns.regex(str(pattern))
+        except patterns.PatternError as exc:
+            self.refused_pattern = f"{exc} (REGEXP runs on RE2, which has no backreferences or lookaround)"
+            raise
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        return compiled.search(text) is not None
 
 
 def _floor(value: Any) -> Any:
