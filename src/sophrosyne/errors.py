@@ -147,7 +147,9 @@ class ProgramFailed(SophrosyneError):
 
     code = "program_failed"
 
-    def __init__(self, message: str, *, kind: str = "error", hint: str | None = None, output: str = "") -> None:
-        super().__init__(message, hint=hint)
+    def __init__(
+        self, message: str, *, kind: str = "error", hint: str | None = None, output: str = "", quoted: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint, quoted=quoted)
         self.kind = kind
         self.output = output

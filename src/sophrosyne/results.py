@@ -268,8 +268,9 @@ def render_error(error: SophrosyneError, limit: int, nonce: str | None = None) -
     if not error.quoted:
         return shorten(str(error), limit)
     nonce = nonce or new_nonce()
-    lines = [shorten(escaped(error.message), limit * 2 // 5), open_data(nonce)]
-    lines += [shorten(escaped(error.quoted), limit // 4), close_data(nonce)]
+    # A program's traceback keeps its lines; an engine's message has one.
+    quoted = [escaped(line) for line in shorten(error.quoted, limit // 4).split("\n")]
+    lines = [shorten(escaped(error.message), limit * 2 // 5), open_data(nonce), *quoted, close_data(nonce)]
     if error.hint:
         lines.append("Hint: " + shorten(escaped(error.hint), limit // 4))
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import sys
 import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -240,8 +241,12 @@ def test_execute_sql_escapes_each_line_break_inside_the_block(hostile: Hostile) 
     inside = check(render(result), hostile, names_outside=True)  # the agent's own SQL names the table
     assert inside[0] == f"id | {shown(hostile.column)} | label"
     assert inside[1 : len(VALUES) + 1] == [f"{i + 1} | {shown(v)} | plain" for i, v in enumerate(VALUES)]
-    # The typed rows (MCP's structured copy) keep every value exactly.
+    # The typed rows, and MCP's structured copy of them, keep every value exactly.
     assert [row[1] for row in result.rows[: len(VALUES)]] == VALUES
+    over_mcp = call(hostile.env, "execute_sql", {"sql": f"SELECT * FROM {hostile.sql_name(hostile.table)} ORDER BY id"})
+    assert over_mcp.data is not None and [row[1] for row in over_mcp.data["rows"][: len(VALUES)]] == VALUES
+    assert over_mcp.data["columns"][1] == hostile.column
+    check(over_mcp.text, hostile, names_outside=True)
 
 
 def test_explain_sql_plan_and_hints_are_escaped(hostile: Hostile) -> None:
@@ -331,3 +336,67 @@ def test_ordinary_tabs_stay_in_values(hostile: Hostile) -> None:
     column, table = hostile.sql_name(hostile.column), hostile.sql_name(hostile.table)
     text = render(hostile.env.execute_sql(f"SELECT {column} FROM {table} WHERE label <> 'plain'"))
     assert "\nordinary\tvalue, Zürich café\n" in text
+
+
+# -- the CLI: a person's terminal -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with hostile_target("sqlite", tmp_path_factory.mktemp("sectext_cli")) as path:
+        yield path
+
+
+def test_the_cli_prints_no_control_character_of_the_database(hostile_file: str) -> None:
+    from typer.testing import CliRunner
+
+    from sophrosyne.cli import app
+
+    table, column = quoted(TABLES["sqlite"]), quoted(COLUMNS["sqlite"])
+    runs = [
+        ["tables", hostile_file],
+        ["describe", hostile_file, TABLES["sqlite"]],
+        ["values", hostile_file, TABLES["sqlite"], COLUMNS["sqlite"]],
+        ["find", hostile_file, "before"],
+        ["sql", hostile_file, f"SELECT * FROM {table} ORDER BY id"],
+        ["sql", hostile_file, f"SELECT CAST({column} AS INTEGER) FROM {table} WHERE {column} = x'1b'"],
+    ]
+    for args in runs:
+        result = CliRunner().invoke(app, args)
+        for out in (result.stdout, result.stderr):
+            assert not [c for c in out if unicodedata.category(c) in ("Cc", "Zl", "Zp") and c not in "\n"], args
+    failed = CliRunner().invoke(app, ["sql", hostile_file, f"SELECT no_such_function({column}) FROM {table}"])
+    assert failed.exit_code == 1 and failed.stderr.startswith("error: the database failed the statement")
+    assert "no such function" in failed.stderr.lower()
+
+
+# -- run_python: what a program prints or raises may be the database's values ---------------------------------
+
+
+def run_python(path: str, code: str) -> ToolOutput:
+    env = Environment.open(path)
+
+    async def go() -> ToolOutput:
+        async with EnvironmentTools(env, allow_python=True) as tools:
+            return await tools.call("run_python", {"code": code})
+
+    try:
+        return anyio.run(go)
+    finally:
+        env.db.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
+def test_what_a_program_prints_or_raises_is_data(hostile_file: str) -> None:
+    query = f"SELECT * FROM {quoted(TABLES['sqlite'])} ORDER BY id"
+    read = f"df = sql({query!r})\n"
+    printed = run_python(hostile_file, read + "print(df.iloc[8, 1])\nprint(df.iloc[1, 1])\nresult = 1")
+    assert not printed.is_error, printed.text
+    outside, inside = blocks(printed.text)
+    assert "injected" not in "\n".join(outside)
+    assert [shown(VALUES[8]), shown(VALUES[1]), ""] == inside[-3:]
+    raised = run_python(hostile_file, read + "raise ValueError(df.iloc[7, 1])")
+    assert raised.is_error
+    outside, inside = blocks(raised.text)
+    assert outside == ["the program raised an error:"]
+    assert inside[-1] == f"ValueError: {shown(VALUES[7])}"
