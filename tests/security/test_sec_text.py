@@ -400,3 +400,34 @@ def test_what_a_program_prints_or_raises_is_data(hostile_file: str) -> None:
     outside, inside = blocks(raised.text)
     assert outside == ["the program raised an error:"]
     assert inside[-1] == f"ValueError: {shown(VALUES[7])}"
+
+
+# -- a gap of the catalog reader, outside this part -------------------------------------------------------------
+
+
+@pytest.mark.engine
+@pytest.mark.xfail(
+    strict=True,
+    reason="SQLAlchemy reads a MySQL catalog from SHOW CREATE TABLE line by line: a column whose name holds a "
+    "newline is dropped from the catalog, with a warning (catalog_reader/engines should read information_schema)",
+)
+def test_mariadb_reads_a_column_whose_name_holds_a_newline(tmp_path: Path) -> None:
+    import pymysql
+
+    try:
+        conn = pymysql.connect(**MARIADB, autocommit=True, connect_timeout=3, charset="utf8mb4")
+    except pymysql.MySQLError as exc:
+        unreachable("MariaDB", str(exc))
+    name = unique_name("soph_sectext")
+    with closing(conn), conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+        try:
+            cur.execute(f"CREATE TABLE `{name}`.t (id INTEGER PRIMARY KEY, `a\nb` TEXT)")
+            env = Environment.open(f"mysql://root@127.0.0.1:3306/{name}")
+            try:
+                assert env.catalog.table("t") is not None
+                assert [c.name for c in env.catalog.tables["t"].columns] == ["id", "a\nb"]
+            finally:
+                env.db.close()
+        finally:
+            cur.execute(f"DROP DATABASE `{name}`")
