@@ -118,12 +118,12 @@ class AuditLog:
         try:
             yield record
         except SophrosyneError as error:
-            record.error_code, record.error_message = error.code, error.message
+            record.error_code, record.error_message = error.code, error.full_message
             raise
         except Exception as error:
             wrapped = getattr(error, "error", None)  # a transport's wrapper around one of ours
             if isinstance(wrapped, SophrosyneError):
-                record.error_code, record.error_message = wrapped.code, wrapped.message
+                record.error_code, record.error_message = wrapped.code, wrapped.full_message
             else:
                 record.error_code, record.error_message = "internal", type(error).__name__
             raise

@@ -463,9 +463,10 @@ def _translate(exc: Exception, timeout_s: float) -> SophrosyneError:
             f"the statement ran longer than the {timeout_s:g} s timeout and was stopped.",
             hint="Add filters or a LIMIT, aggregate before joining, or avoid scanning large tables whole.",
         )
+    # The engine's words may quote data (`invalid input syntax for type integer: "…"`): they are its, not ours.
     if "read-only" in lowered or "read only" in lowered or "readonly" in lowered:
-        return QueryFailed(f"the database is opened read-only and refused the statement: {message}")
-    return QueryFailed(message)
+        return QueryFailed("the database is opened read-only and refused the statement; its message:", quoted=message)
+    return QueryFailed("the database failed the statement; its message:", quoted=message)
 
 
 def _first_line(exc: BaseException | None) -> str:

@@ -9,9 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich import box
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 from rich.table import Table as RichTable
 
+from sophrosyne.data_blocks import escaped
 from sophrosyne.results import (
     DistinctValues,
     FoundRows,
@@ -37,7 +38,13 @@ def emit(result: BaseModel | list[Any], as_json: bool) -> None:
         if show is not None:
             show(item)
         else:
-            console.print(escape(render(item)), highlight=False)
+            console.print(escape_markup(render(item)), highlight=False)
+
+
+def escape(text: str) -> str:
+    """Text for a rich cell or line: markup escaped, and every line break or control character too (a value
+    holding ESC could otherwise move the terminal's cursor or recolour what follows)."""
+    return escape_markup(escaped(text))
 
 
 def grid(title: str | None, *columns: str) -> RichTable:
@@ -64,11 +71,12 @@ def print_rows(result: QueryOutput) -> None:
 
 
 def print_tables(result: TableList) -> None:
-    table = grid(f"{len(result.tables)} tables in {result.source}", "table", "rows", "joins", "description")
+    title = f"{len(result.tables)} tables in {escape(result.source)}"
+    table = grid(title, "table", "rows", "joins", "description")
     for t in result.tables:
         rows = f"~{t.row_estimate:,}" if t.row_estimate is not None else "?"
         name = f"{t.name} (view)" if t.kind == "view" else t.name
-        table.add_row(escape(name), rows, escape("\n".join(t.join_keys)), escape(t.description))
+        table.add_row(escape(name), rows, "\n".join(escape(k) for k in t.join_keys), escape(t.description))
     console.print(table)
     for g in result.groups:
         notes(f"group {g.pattern}: {g.count} tables with the same {g.columns} columns ({g.first} … {g.last})")
@@ -82,7 +90,7 @@ def print_tables(result: TableList) -> None:
 
 def print_description(result: TableDescription) -> None:
     rows = f"~{result.row_estimate:,} rows" if result.row_estimate is not None else "rows unknown"
-    title = f"{result.kind} {result.table} ({rows}; samples from {result.sampled_rows:,} rows)"
+    title = f"{result.kind} {escape(result.table)} ({rows}; samples from {result.sampled_rows:,} rows)"
     table = grid(title, "column", "type", "key", "null", "samples", "description")
     for c in result.columns:
         null = "" if c.null_share is None else f"{c.null_share:.0%}"
@@ -100,7 +108,7 @@ def print_description(result: TableDescription) -> None:
 
 def print_values(result: DistinctValues) -> None:
     what = f" matching {result.search!r}" if result.search else ""
-    table = grid(f"{result.table}.{result.column}{what}", "value", "count", "match")
+    table = grid(escape(f"{result.table}.{result.column}{what}"), "value", "count", "match")
     for v in result.values:
         table.add_row(text(v.value), f"{v.count:,}", "" if v.score is None else f"{v.score:.0f}")
     console.print(table)
@@ -109,7 +117,8 @@ def print_values(result: DistinctValues) -> None:
 
 def print_found(result: FoundRows) -> None:
     for m in result.matches:
-        table = grid(f"{m.table} (matched in {', '.join(m.matched_columns)})", *(escape(c) for c in m.columns))
+        title = escape(f"{m.table} (matched in {', '.join(m.matched_columns)})")
+        table = grid(title, *(escape(c) for c in m.columns))
         for row in m.rows:
             table.add_row(*(text(v) for v in row))
         console.print(table)
@@ -118,7 +127,7 @@ def print_found(result: FoundRows) -> None:
 
 
 def print_hits(result: SchemaHits) -> None:
-    table = grid(f"columns best matching {result.query!r}", "table.column", "score", "description")
+    table = grid(escape(f"columns best matching {result.query!r}"), "table.column", "score", "description")
     for h in result.hits:
         table.add_row(escape(f"{h.table}.{h.column}"), f"{h.score:.3f}", escape(h.description))
     console.print(table)

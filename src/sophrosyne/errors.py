@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
+from sophrosyne.data_blocks import escaped
+
 
 class SophrosyneError(Exception):
     """Base of every error the environment raises on purpose.
 
-    `message` is safe to show to a client (no stack traces, no internals); `hint` says what to do next.
+    `message` is ours and safe to show to a client (no stack traces, no internals); `hint` says what to do next;
+    `quoted` is text of the database's that the error carries (an engine's own message, which may quote data):
+    an agent reads it inside a data block, everyone else escaped to one line.
     """
 
     code = "error"
     exit_code = 1  # of a command that stops on it
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, quoted: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.quoted = quoted
+
+    @property
+    def full_message(self) -> str:
+        """The message with the database's text it quotes, on one line."""
+        return escaped(f"{self.message} {self.quoted}" if self.quoted else self.message)
 
     def __str__(self) -> str:
-        return f"{self.message} Hint: {self.hint}" if self.hint else self.message
+        return f"{self.full_message} Hint: {escaped(self.hint)}" if self.hint else self.full_message
 
     def to_dict(self) -> dict[str, str]:
         data = {"error": self.code, "message": self.message}
+        if self.quoted:
+            data["quoted"] = self.quoted
         if self.hint:
             data["hint"] = self.hint
         return data
@@ -135,7 +147,9 @@ class ProgramFailed(SophrosyneError):
 
     code = "program_failed"
 
-    def __init__(self, message: str, *, kind: str = "error", hint: str | None = None, output: str = "") -> None:
-        super().__init__(message, hint=hint)
+    def __init__(
+        self, message: str, *, kind: str = "error", hint: str | None = None, output: str = "", quoted: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint, quoted=quoted)
         self.kind = kind
         self.output = output

@@ -69,7 +69,7 @@ def explain_error(exc: QueryFailed, expression: exp.Expression, catalog: Catalog
         owner = tables.get(col.table.lower()) if col.table else None
         candidates = owner.column_names if owner else sorted({c for t in tables.values() for c in t.column_names})
         where = f"`{owner.name}`" if owner else "the tables of this query"
-        if name in exc.message.lower():
+        if name in (exc.quoted or exc.message).lower():
             return UnknownColumn(
                 f"no column `{col.name}` in {where}.",
                 hint=did_you_mean(col.name, candidates, "describe_table"),

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sophrosyne import __version__
 from sophrosyne.arguments import argument_error
 from sophrosyne.audit import AuditLog, statements
+from sophrosyne.data_blocks import close_data, escaped, new_nonce, open_data
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, SophrosyneError
 from sophrosyne.lifecycle import Calls, add_health, health_of
@@ -27,8 +28,8 @@ from sophrosyne.results import (
     TableList,
     count_tokens,
     fit_rows,
-    new_nonce,
     render,
+    render_error,
     render_table,
     shorten,
 )
@@ -142,7 +143,8 @@ class _ToolFailure(ToolError):
     """A fixable error for the agent; keeps the original so the audit record names its code."""
 
     def __init__(self, error: SophrosyneError) -> None:
-        super().__init__(str(error))
+        # The engine's own words (which may quote data) in a data block; ours, and any name in them, escaped.
+        super().__init__(render_error(error, ERROR_CHARS))
         self.error = error
 
 
@@ -424,11 +426,14 @@ def _add_run_python(server: MCPServer, sources: Sources, mapped: Callable[[ToolF
             elapsed_ms=round(ran.ms, 2),
         )
         cut = f" (showing {len(rows)} of {len(ran.rows)})" if len(rows) < len(ran.rows) else ""
+        nonce = new_nonce()
         text = f"{len(rows)} rows{cut} from {output.sql_calls} sql() calls\n" + render_table(
-            output.columns, rows, new_nonce()
+            output.columns, rows, nonce
         )
         if ran.output:
-            text += f"\nprinted:\n{ran.output}"
+            # What the program printed may be the database's values: data, its lines kept, each escaped.
+            printed = [escaped(line) for line in ran.output.split("\n")]
+            text += "\n" + "\n".join(["printed:", open_data(nonce), *printed, close_data(nonce)])
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=output.model_dump(mode="json")
         )

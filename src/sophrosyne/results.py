@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from sophrosyne.data_blocks import close_data, escaped, new_nonce, open_data
+
+if TYPE_CHECKING:
+    from sophrosyne.errors import SophrosyneError
 
 # A token is about four characters of English or SQL; close enough to budget a response.
 CHARS_PER_TOKEN = 4
@@ -15,18 +19,6 @@ CHARS_PER_TOKEN = 4
 
 def count_tokens(text: str) -> int:
     return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-
-
-def new_nonce() -> str:
-    return secrets.token_hex(4)
-
-
-def open_data(nonce: str) -> str:
-    return f"<data {nonce}>"
-
-
-def close_data(nonce: str) -> str:
-    return f"</data {nonce}>"
 
 
 def shorten(text: str, limit: int, *, at_word: bool = False) -> str:
@@ -82,16 +74,21 @@ def fit_rows(columns: list[str], rows: list[list[Any]], budget_tokens: int) -> t
 
 def render_table(columns: list[str], rows: list[list[Any]], nonce: str) -> str:
     """Rows as a compact pipe table inside a data block, so values cannot pose as instructions."""
-    lines = [open_data(nonce), " | ".join(columns)]
+    return "\n".join(_table_lines(columns, rows, nonce))
+
+
+def _table_lines(columns: list[str], rows: list[list[Any]], nonce: str, title: str | None = None) -> list[str]:
+    # Column names are the database's (or the query's aliases) as much as the values are.
+    lines = [open_data(nonce), *([escaped(title)] if title else []), " | ".join(_text(c) for c in columns)]
     lines.extend(" | ".join(_text(v) for v in row) for row in rows)
     lines.append(close_data(nonce))
-    return "\n".join(lines)
+    return lines
 
 
 def _text(value: Any) -> str:
     if value is None:
         return "NULL"
-    return str(value).replace("\n", "\\n").replace("|", "\\|")
+    return escaped(str(value)).replace("|", "\\|")
 
 
 class Result(BaseModel):
@@ -255,10 +252,28 @@ class QueryPlan(Result):
 
 
 def render(result: BaseModel, nonce: str | None = None) -> str:
-    """Compact text for a tool result; every database value is inside a data block."""
+    """Compact text for a tool result; every database value is inside a data block.
+
+    Each line is escaped (data_blocks.escaped): a name, value or engine message that holds a line break stays
+    on its line, in its block. Our own text has no such character, and reads as written."""
     nonce = nonce or new_nonce()
     renderer = _RENDERERS.get(type(result))
-    return renderer(result, nonce) if renderer else result.model_dump_json(indent=1)
+    lines = renderer(result, nonce) if renderer else result.model_dump_json(indent=1).split("\n")
+    return "\n".join(escaped(line) for line in lines)
+
+
+def render_error(error: SophrosyneError, limit: int, nonce: str | None = None) -> str:
+    """The text a client reads for an error, in at most about `limit` characters: our message and hint on one
+    line each, and the database's own words (which may quote data) inside a data block."""
+    if not error.quoted:
+        return shorten(str(error), limit)
+    nonce = nonce or new_nonce()
+    # A program's traceback keeps its lines; an engine's message has one.
+    quoted = [escaped(line) for line in shorten(error.quoted, limit // 4).split("\n")]
+    lines = [shorten(escaped(error.message), limit * 2 // 5), open_data(nonce), *quoted, close_data(nonce)]
+    if error.hint:
+        lines.append("Hint: " + shorten(escaped(error.hint), limit // 4))
+    return "\n".join(lines)
 
 
 def rows_text(estimate: int | None, at_least: bool) -> str:
@@ -267,7 +282,7 @@ def rows_text(estimate: int | None, at_least: bool) -> str:
     return f"at least {estimate:,} rows" if at_least else f"~{estimate:,} rows"
 
 
-def _render_table_list(r: TableList, nonce: str) -> str:
+def _render_table_list(r: TableList, nonce: str) -> list[str]:
     # Names, descriptions and the values quoted in directive reasons all come from the database.
     shown = len(r.tables) + len(r.groups)
     where = f"{r.offset + 1}-{r.offset + shown} of {r.total}" if r.offset or shown < r.total else f"{r.total}"
@@ -291,10 +306,10 @@ def _render_table_list(r: TableList, nonce: str) -> str:
         lines.extend(f"- {d.table}: {d.reason} (confidence {d.confidence})" for d in r.directives)
         lines.append(close_data(nonce))
     lines.extend(x for x in (r.directive_note, r.note, r.cut) if x)
-    return "\n".join(lines)
+    return lines
 
 
-def _render_description(r: TableDescription, nonce: str) -> str:
+def _render_description(r: TableDescription, nonce: str) -> list[str]:
     rows = rows_text(r.row_estimate, r.rows_at_least)
     lines = [f"{r.kind} {r.table} ({rows}); columns with null share and samples from {r.sampled_rows:,} rows:"]
     if r.reminder:
@@ -317,10 +332,10 @@ def _render_description(r: TableDescription, nonce: str) -> str:
     lines.append(close_data(nonce))
     if r.cut:
         lines.append(r.cut)
-    return "\n".join(lines)
+    return lines
 
 
-def _render_distinct(r: DistinctValues, nonce: str) -> str:
+def _render_distinct(r: DistinctValues, nonce: str) -> list[str]:
     what = f" matching {r.search!r}" if r.search else ""
     lines = [
         f"{len(r.values)} distinct values of {r.table}.{r.column}{what} (value: count):",
@@ -329,44 +344,44 @@ def _render_distinct(r: DistinctValues, nonce: str) -> str:
     lines.extend(f"{_text(v.value)}: {v.count}" + (f" ({v.match})" if v.match else "") for v in r.values)
     lines.append(close_data(nonce))
     lines.extend(x for x in (r.note, r.cut) if x)
-    return "\n".join(lines)
+    return lines
 
 
-def _render_found(r: FoundRows, nonce: str) -> str:
+def _render_found(r: FoundRows, nonce: str) -> list[str]:
     lines = [f"rows containing {r.term!r} (searched {r.searched_tables} tables):"]
     for m in r.matches:
-        lines.append(f"{m.table} (matched in {', '.join(m.matched_columns)}):")
-        lines.append(render_table(m.columns, m.rows, nonce))
+        # The table's name is the database's: it heads its rows inside their block.
+        lines.extend(_table_lines(m.columns, m.rows, nonce, f"{m.table} (matched in {', '.join(m.matched_columns)}):"))
     if not r.matches:
         lines.append("no rows matched.")
     lines.extend(x for x in (r.note, r.cut) if x)
-    return "\n".join(lines)
+    return lines
 
 
-def _render_hits(r: SchemaHits, nonce: str) -> str:
+def _render_hits(r: SchemaHits, nonce: str) -> list[str]:
     lines = [f"{len(r.hits)} columns best matching the query:", open_data(nonce)]
     for h in r.hits:
         desc = f" — {h.description}" if h.description else ""
         lines.append(f"- {h.table}.{h.column} ({h.score:.3f}){desc}")
     lines.append(close_data(nonce))
     lines.extend(x for x in (r.note, r.cut) if x)
-    return "\n".join(lines)
+    return lines
 
 
-def _render_query(r: QueryOutput, nonce: str) -> str:
+def _render_query(r: QueryOutput, nonce: str) -> list[str]:
     more = " (truncated: more rows exist)" if r.truncated else ""
-    lines = [f"{r.row_count} rows{more} in {r.elapsed_ms:.0f} ms", render_table(r.columns, r.rows, nonce)]
+    lines = [f"{r.row_count} rows{more} in {r.elapsed_ms:.0f} ms", *_table_lines(r.columns, r.rows, nonce)]
     lines.extend(x for x in (r.reminder, r.note, r.cut) if x)
     lines.extend(f"hint: {h}" for h in r.hints)
     lines.append(f"executed: {r.sql_executed}")
-    return "\n".join(lines)
+    return lines
 
 
-def _render_plan(r: QueryPlan, nonce: str) -> str:
+def _render_plan(r: QueryPlan, nonce: str) -> list[str]:
     lines = ["plan:", open_data(nonce), *r.plan, close_data(nonce)] if r.plan else []
     lines.extend(f"hint: {h}" for h in r.hints)
     lines.extend(x for x in (r.note, r.cut) if x)
-    return "\n".join(lines)
+    return lines
 
 
 def _render_source(r: SourceInfo, nonce: str) -> str:
@@ -377,7 +392,7 @@ def _render_source(r: SourceInfo, nonce: str) -> str:
     return line
 
 
-def _render_sources(r: SourceList, nonce: str) -> str:
+def _render_sources(r: SourceList, nonce: str) -> list[str]:
     # Descriptions are the administrator's; table names in the reasons come from the databases.
     lines = [f"{len(r.sources)} sources:", open_data(nonce), *(_render_source(s, nonce) for s in r.sources)]
     lines.append(close_data(nonce))
@@ -385,7 +400,7 @@ def _render_sources(r: SourceList, nonce: str) -> str:
         lines.append("Skip the sources marked likely irrelevant unless the evidence clearly needs them.")
     if len(r.sources) > 1:
         lines.append("Name the source in every other tool call: source=NAME.")
-    return "\n".join(lines)
+    return lines
 
 
 _RENDERERS: dict[type, Any] = {
@@ -396,6 +411,6 @@ _RENDERERS: dict[type, Any] = {
     SchemaHits: _render_hits,
     QueryOutput: _render_query,
     QueryPlan: _render_plan,
-    SourceInfo: lambda r, nonce: _render_source(r, nonce).removeprefix("- ") + f" at {r.url}",
+    SourceInfo: lambda r, nonce: [_render_source(r, nonce).removeprefix("- ") + f" at {r.url}"],
     SourceList: _render_sources,
 }

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
 
+from sophrosyne.data_blocks import escaped
 from sophrosyne.errors import SophrosyneError
 
 # Output is often piped to a file: keep tables wide enough to read there.
@@ -30,9 +31,10 @@ def reported() -> Iterator[None]:
     try:
         yield
     except SophrosyneError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(shorten_line(exc.message))}", soft_wrap=True)
+        # With the database's own words, escaped: a value they quote cannot move the terminal's cursor.
+        err_console.print(f"[bold red]error:[/] {escape(shorten_line(exc.full_message))}", soft_wrap=True)
         if exc.hint:
-            err_console.print(f"[yellow]hint:[/] {escape(exc.hint)}", soft_wrap=True)
+            err_console.print(f"[yellow]hint:[/] {escape(escaped(exc.hint))}", soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except (typer.Exit, typer.Abort, TyperException, KeyboardInterrupt, SystemExit):
         raise  # usage errors keep click's own message and exit code

@@ -15,7 +15,11 @@ from sophrosyne.agent.tools import Rows, Toolbox, ToolOutput, rows_of
 from sophrosyne.agent.voting import question_orders, tables_match, vote
 from sophrosyne.errors import ProgramFailed, QueryFailed, SandboxUnavailable
 from sophrosyne.llm import Conversation, ModelClient, ToolSpec, parse_json
+from sophrosyne.results import render_error
 from sophrosyne.settings import Settings
+
+# The longest program error the model is shown for a repair (its traceback, in a data block: it may quote data).
+PROGRAM_ERROR_CHARS = 4000
 
 PLANNER = """\
 You plan how to answer a question over a relational database. Write {k} plans, each for a different reading
@@ -223,8 +227,8 @@ class FlexSQL:
                 return f"{exc.message} Submit SQL instead."
             except ProgramFailed as exc:
                 ms = (time.perf_counter() - started) * 1000
-                trace.program("python", candidate.code, ms, None, exc.message, plan)
-                return exc.message + (f"\nIts output:\n{exc.output}" if exc.output else "")
+                trace.program("python", candidate.code, ms, None, exc.full_message, plan)
+                return render_error(exc, PROGRAM_ERROR_CHARS) + (f"\nIts output:\n{exc.output}" if exc.output else "")
             tables = sorted({t for q in ran.sql_calls for t in read_tables(q)})
             trace.program("python", candidate.code, ran.ms, len(ran.rows), None, plan, tables)
             candidate.columns, candidate.rows = ran.columns, ran.rows

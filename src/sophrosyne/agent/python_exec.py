@@ -136,7 +136,10 @@ class PythonExecutor:
                 )
             elif kind == "failed":
                 what = str(message.get("what", "error"))
-                raise ProgramFailed(str(message.get("message", "")), kind=what, output=str(message.get("output", "")))
+                text, output = str(message.get("message", "")), str(message.get("output", ""))
+                if what == "error":  # the program's traceback, which may quote the database's values
+                    raise ProgramFailed("the program raised an error:", quoted=text, kind=what, output=output)
+                raise ProgramFailed(text, kind=what, output=output)
             elif kind == "done":
                 return dict(message)
 
