@@ -17,7 +17,7 @@ from sophrosyne.engines import Engine
 from sophrosyne.errors import QueryFailed, QueryTimeout, UnknownColumn
 from sophrosyne.results import DistinctValues, ValueCount, cell, cut_note
 from sophrosyne.settings import Settings
-from sophrosyne.value_cache import ColumnValues, Match, ValueCache, normalized
+from sophrosyne.value_cache import BESIDE_EXACT, ColumnValues, Match, ValueCache, normalized
 
 Query = Callable[..., QueryResult]
 # Time kept back from the call's deadline to answer once a live search stops.
@@ -125,7 +125,9 @@ class Grounder:
         exact = [m for m in found if m.kind == "exact"]
         order = {"exact": 0, "substring": 1}
         found.sort(key=lambda m: (order[m.kind], -m.count, normalized(m.value)))
-        found = (exact if exact and not more else found)[:limit]
+        if exact and not more:
+            found = exact + [m for m in found if m.kind != "exact"][:BESIDE_EXACT]
+        found = found[:limit]
         coverage = _coverage(t, searched, complete)
         note = _found_note(found, t, c, search, more, complete=complete, fuzzy=False)
         # Fuzzy neighbours need every value: they come once the values are in memory, if they can be.
@@ -238,8 +240,10 @@ def _coverage(t: Table, searched: int | None, complete: bool) -> str:
 def _found_note(
     found: list[Match], t: Table, c: Column, search: str, more: bool, *, complete: bool, fuzzy: bool = True
 ) -> str | None:
-    if found and found[0].kind == "exact" and not more and all(m.kind == "exact" for m in found):
-        return "Exact match (case and spaces aside); pass a limit to see similar values too."
+    if found and found[0].kind == "exact" and not more:
+        if all(m.kind == "exact" for m in found):
+            return "Exact match (case and spaces aside); pass a limit to see similar values too."
+        return "Exact match first (case and spaces aside), then values that contain it."
     if found:
         return None
     if complete and fuzzy:
