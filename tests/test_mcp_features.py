@@ -4,18 +4,20 @@ restricted role: what the role may not read is neither listed, readable nor comp
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
 from fixtures.engines import build_sqlite
 from sophrosyne.environment import Environment
-from sophrosyne.mcp_features import TEMPLATE, table_uri
+from sophrosyne.mcp_features import TEMPLATE, Notices, table_uri
 from sophrosyne.mcp_server import build_server
 from sophrosyne.policy import Role, TableRule
 
@@ -96,3 +98,48 @@ def test_completions_offer_only_names_the_role_sees(portal: BlockingPortal, cler
     assert "employee_id" in columns and "email" not in columns
     sources = call(portal, clerk.complete, prompt, {"name": "source", "value": ""}).completion.values
     assert len(sources) == 1
+
+
+# Some tenths of a second of work on SQLite: longer than the notices' tick below.
+SLOW = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT COUNT(*) FROM c"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_long_call_sends_progress_and_the_chosen_log_level_is_honoured(
+    portal: BlockingPortal, tmp_path: Path, mode: str
+) -> None:
+    env = Environment.open(build_sqlite(tmp_path / "hr.sqlite"))
+    logged: list[tuple[str, str]] = []
+    progress: list[float] = []
+
+    async def on_log(params: Any) -> None:
+        logged.append((params.level, str(params.data)))
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    async def session() -> Any:
+        server = build_server(env, notices=Notices(every_s=0.05, slow_s=0.05))
+        async with Client(server, logging_callback=on_log, mode=mode) as client:
+            quiet = await client.call_tool("execute_sql", {"sql": "SELECT nope FROM employees"})
+            assert quiet.is_error and not logged  # no level chosen: nothing is sent
+            if mode == "legacy":
+                with pytest.warns(MCPDeprecationWarning):  # the SDK's word for 2026-07-28, not for this connection
+                    await client.set_logging_level("info")
+            started = time.monotonic()
+            slow = await client.call_tool("execute_sql", {"sql": SLOW}, progress_callback=on_progress)
+            failed = await client.call_tool("execute_sql", {"sql": "SELECT nope FROM employees"})
+            return slow, failed, time.monotonic() - started
+
+    try:
+        slow, failed, seconds = portal.call(session)
+    finally:
+        env.db.close()
+    assert not slow.is_error and failed.is_error and seconds > 0.1
+    if mode == "auto":
+        # Protocol 2026-07-28: this client asks for no progress, and logging is deprecated there.
+        assert not progress and not logged
+        return
+    assert progress and progress == sorted(progress)
+    assert ("info", next(t for _, t in logged if t.startswith("execute_sql took"))) in logged
+    assert any(level == "warning" and "execute_sql failed" in t and "nope" in t for level, t in logged), logged

@@ -8,18 +8,33 @@ completion: it reads exactly like a missing one, as in every tool.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import time
+import warnings
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+import anyio
 from mcp.server.mcpserver.exceptions import ResourceError
-from mcp.types import Completion, PromptReference, Resource, ResourceTemplateReference
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.types import (
+    Completion,
+    EmptyResult,
+    PromptReference,
+    Resource,
+    ResourceTemplateReference,
+    SetLevelRequestParams,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.results import render
 
 if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
     from mcp.server.mcpserver import MCPServer
     from mcp.types import CompletionArgument, CompletionContext
 
@@ -153,3 +168,84 @@ def _names(sources: Sources, caller: Caller, argument: str, given: dict[str, Any
         table = env.catalog.table(unquote(str(given.get("table") or "")))
         return [c.name for c in table.columns] if table is not None else []
     return []
+
+
+# MCP's log levels, least severe first.
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class Notices:
+    """What a client hears while its calls run: `notifications/progress` every `every_s` seconds for a tool
+    call that asked for it (a progress token), and `notifications/message` at the level the client chose with
+    `logging/setLevel` (nothing until it chooses): a failed call at `warning`, a slow one at `info`. A client
+    that cancels (`notifications/cancelled`) stops the call and its statement (lifecycle.Calls)."""
+
+    def __init__(self, *, every_s: float = 1.0, slow_s: float = 1.0) -> None:
+        self.every_s = every_s
+        self.slow_s = slow_s
+        # Per connection (the SDK gives each request its own session object over the same connection).
+        self.levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+    def install(self, server: MCPServer) -> None:
+        # The SDK has no public hook for logging/setLevel on MCPServer; registering the handler also makes
+        # the server claim the logging capability.
+        server._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
+        server.middleware.append(self)
+
+    async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> EmptyResult:
+        self.levels[_connection(ctx)] = params.level
+        return EmptyResult()
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        meta: dict[str, Any] = dict(ctx.meta or {})
+        token = meta.get("progressToken", meta.get("progress_token"))
+        name = str((ctx.params or {}).get("name", "?"))
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            if token is not None:
+                group.start_soon(self._progress, ctx, token, name, started)
+            try:
+                result = await call_next(ctx)
+            finally:
+                group.cancel_scope.cancel()
+        seconds = time.monotonic() - started
+        # The result as it goes on the wire (a dict by now, camelCase keys).
+        answer = result if isinstance(result, dict) else {}
+        if answer.get("isError"):
+            said = " ".join(str(c.get("text", "")) for c in answer.get("content", []) if isinstance(c, dict))
+            await self._log(ctx, "warning", f"{name} failed after {seconds:.1f} s: {said[:300]}")
+        elif seconds >= self.slow_s:
+            await self._log(ctx, "info", f"{name} took {seconds:.1f} s")
+        return result
+
+    async def _progress(self, ctx: ServerRequestContext[Any, Any], token: Any, name: str, started: float) -> None:
+        while True:
+            await anyio.sleep(self.every_s)
+            elapsed = time.monotonic() - started
+            with contextlib.suppress(Exception):  # a client that left is no reason to fail the call
+                await ctx.session.send_progress_notification(
+                    token,
+                    round(elapsed, 1),
+                    message=f"{name} running for {elapsed:.0f} s",
+                    related_request_id=None if ctx.request_id is None else str(ctx.request_id),
+                )
+
+    async def _log(self, ctx: ServerRequestContext[Any, Any], level: str, text: str) -> None:
+        # Protocol 2026-07-28 deprecates logging (SEP-2577): log messages go to clients of the earlier ones,
+        # at the level the connection chose with logging/setLevel.
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        chosen = self.levels.get(_connection(ctx))
+        if chosen is None or LEVELS.index(level) < LEVELS.index(chosen):
+            return
+        with contextlib.suppress(Exception), warnings.catch_warnings():
+            # Deprecated for protocol 2026-07-28 only, which never reaches here.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await ctx.session.send_log_message(level, text, logger="sophrosyne", related_request_id=ctx.request_id)  # type: ignore[arg-type]
+
+
+def _connection(ctx: ServerRequestContext[Any, Any]) -> Any:
+    """The connection a request came on (one per stdio process or HTTP session)."""
+    return getattr(ctx.session, "_connection", ctx.session)

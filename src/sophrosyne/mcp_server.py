@@ -23,7 +23,7 @@ from sophrosyne.data_blocks import close_data, escaped, new_nonce, open_data
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, SophrosyneError
 from sophrosyne.lifecycle import Calls, add_health, health_of
-from sophrosyne.mcp_features import add_features
+from sophrosyne.mcp_features import Notices, add_features
 from sophrosyne.results import (
     QueryOutput,
     TableList,
@@ -219,6 +219,7 @@ def build_server(
     require_token: bool = False,
     allow_python: bool = False,
     calls: Calls | None = None,
+    notices: Notices | None = None,
 ) -> MCPServer:
     """An MCP server exposing the tools over one or several sources; with `require_token`, HTTP callers need a
     bearer token that a source's policy lists; with `allow_python`, also `run_python` (a sandboxed program
@@ -367,6 +368,7 @@ def build_server(
         program_s = max(settings.timeout_s, settings.python_wall_s + 5)
         _add_run_python(server, sources, _mapped(sources, audit, calls, seconds=program_s))
     server.table_resources = add_features(server, sources, _caller, calls)
+    (notices or Notices()).install(server)
     server.middleware.append(_WarmAfterHandshake(sources))
     return server
 
