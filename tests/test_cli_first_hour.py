@@ -3,6 +3,8 @@ commands rather than MCP tools."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -59,3 +61,19 @@ def test_hints_name_the_command_a_person_runs() -> None:
         "Use `sophrosyne values` or `sophrosyne find`."
     )
     assert for_the_terminal("the describe_tables column") == "the describe_tables column"  # whole names only
+
+
+def test_an_unknown_setting_is_named_with_its_file_and_the_closest_setting(tmp_path: Path) -> None:
+    config = tmp_path / "settings.toml"
+    config.write_text("timeout_sec = 3\n")
+    code, _, err = invoke("tables", "demo", "--config", str(config))
+    assert code == 1
+    assert err.splitlines() == [
+        f"error: unknown setting `timeout_sec` in {config}.",
+        "hint: Did you mean `timeout_s`? The README's Settings section lists every setting.",
+    ]
+
+
+def test_an_offset_past_the_end_says_so() -> None:
+    code, out, _ = invoke("tables", "demo", "--offset", "100")
+    assert code == 0 and "offset 100 is past the last of the 12 entries; start again at offset 0." in out

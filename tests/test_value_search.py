@@ -90,3 +90,17 @@ def test_an_exact_match_comes_first_then_a_few_values_holding_it(subjects: Path,
         ]
     finally:
         env.db.close()
+
+
+@pytest.mark.parametrize("written", ["Nov 3, 2025", "November 3 2025", "3 Nov 2025", "11/03/2025"])
+def test_a_date_written_another_way_finds_the_stored_date(written: str) -> None:
+    # issue 21, item 10: the demo stores dates as 2025-11-03; a question says "Nov 3, 2025".
+    env = Environment.open("demo")
+    try:
+        found = env.get_distinct_values("absence_records", "absence_date", search=written)
+        assert [(v.value, v.match) for v in found.values] == [("2025-11-03", "exact")]
+        assert found.note is not None and "as the date 2025-11-03 it does" in found.note
+        nowhere = env.get_distinct_values("absence_records", "absence_date", search="Nov 3, 2031")
+        assert not nowhere.values and nowhere.note and "do not filter on a guess" in nowhere.note
+    finally:
+        env.db.close()

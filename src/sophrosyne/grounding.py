@@ -3,6 +3,7 @@ claim of absence that was not checked."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -42,6 +43,22 @@ class Grounder:
         self.scope = scope  # (database, role): counts are per role
 
     def distinct_values(
+        self, t: Table, c: Column, size: int | None, search: str | None, limit: int, *, more: bool = False
+    ) -> DistinctValues:
+        found = self._distinct_values(t, c, size, search, limit, more=more)
+        iso = iso_date(search) if search and not _held(found) else None
+        if iso is None:
+            return found
+        # A date written another way ("Nov 3, 2025") is looked up as dates are stored (2025-11-03).
+        as_stored = self._distinct_values(t, c, size, iso, limit, more=more)
+        if not _held(as_stored):
+            return found
+        as_stored.values = [v for v in as_stored.values if v.match in _HOLDING]
+        as_stored.search = search
+        as_stored.note = f"No value holds {search!r} as written; as the date {iso} it does: filter on the stored form."
+        return as_stored
+
+    def _distinct_values(
         self, t: Table, c: Column, size: int | None, search: str | None, limit: int, *, more: bool = False
     ) -> DistinctValues:
         key = (*self.scope, t.name, c.name)
@@ -235,6 +252,29 @@ def _coverage(t: Table, searched: int | None, complete: bool) -> str:
             "not checked"
         )
     return "The search did not finish within the time limit: values were not checked"
+
+
+# Dates as people write them; the ISO form is how databases store (and compare) dates in text.
+_DATE_FORMS = ("%b %d, %Y", "%B %d, %Y", "%b %d %Y", "%B %d %Y", "%d %b %Y", "%d %B %Y", "%m/%d/%Y", "%Y/%m/%d")
+
+
+_HOLDING = ("exact", "substring")
+
+
+def _held(found: DistinctValues) -> bool:
+    """Whether a search found values that hold it (not only fuzzy neighbours)."""
+    return any(v.match in _HOLDING for v in found.values)
+
+
+def iso_date(text: str) -> str | None:
+    """`text` as an ISO date (YYYY-MM-DD) when it is a date written in another common form, else None."""
+    written = " ".join(text.replace(".", " ").split())
+    for form in _DATE_FORMS:
+        try:
+            return dt.datetime.strptime(written, form).date().isoformat()
+        except ValueError:
+            continue
+    return None
 
 
 def _found_note(
