@@ -101,7 +101,8 @@ def test_an_installed_package_looks_for_datasets_in_the_current_folder(tmp_path:
         "d.__file__ = str(pathlib.Path(os.environ['FAKE']) / 'sophrosyne' / 'bench' / 'datasets.py'); "
         "print(d.datasets_root())"
     )
-    env = {**os.environ, "FAKE": str(installed)}
+    here = str(Path(datasets.__file__).resolve().parents[2])  # the folder this test imported sophrosyne from
+    env = {**os.environ, "FAKE": str(installed), "PYTHONPATH": here}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True
     )
