@@ -23,10 +23,10 @@ def test_file_then_environment_then_overrides(tmp_path: Path, monkeypatch: pytes
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("row_cap = 0\n", "`row_cap` is invalid"),
-        ("rows = 5\n", "`rows` is invalid"),
+        ("row_cap = 0\n", "`row_cap` in .*s.toml is invalid"),
+        ("rows = 5\n", "unknown setting `rows` in .*s.toml"),
         ("row_cap = \n", "not valid TOML"),
-        ('directives = "sometimes"\n', "`directives` is invalid"),
+        ('directives = "sometimes"\n', "`directives` in .*s.toml is invalid"),
     ],
 )
 def test_bad_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:

@@ -12,6 +12,7 @@ import pytest
 from fixtures.engines import build_sqlite
 from sophrosyne.environment import Environment
 from sophrosyne.results import render
+from sophrosyne.settings import Settings
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +60,47 @@ def test_sqlite_row_counts_without_statistics_say_at_least(tmp_path: Path) -> No
     text = render(listed)
     assert "at least 100,000 rows" in text and "~1 rows" in text
     assert "at least 100,000 rows" in render(env.describe_table("events"))
+
+
+@pytest.fixture(scope="module")
+def subjects(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("subjects") / "school.sqlite"
+    rows = [("Physics",)] * 3 + [("Physics Teaching",)] * 2 + [("Astrophysics",), ("Chemistry",)] * 5
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE courses (id INTEGER PRIMARY KEY, subject TEXT)")
+        conn.executemany("INSERT INTO courses (subject) VALUES (?)", rows * 100)
+        conn.commit()
+    return path
+
+
+@pytest.mark.parametrize("scan_rows", [100_000, 1_000], ids=["in-memory", "live"])
+def test_an_exact_match_comes_first_then_a_few_values_holding_it(subjects: Path, scan_rows: int) -> None:
+    # issue 21, item 11: 'physics' finds 'Physics' and also shows 'Physics Teaching', in one call.
+    env = Environment.open(subjects, settings=Settings(distinct_scan_rows=scan_rows))
+    try:
+        found = env.get_distinct_values("courses", "subject", search="physics")
+        assert [(v.value, v.match) for v in found.values] == [
+            ("Physics", "exact"),
+            ("Astrophysics", "substring"),
+            ("Physics Teaching", "substring"),
+        ]
+        assert found.note is not None and found.note.startswith("Exact match first")
+        assert [v.value for v in env.get_distinct_values("courses", "subject", search="chemistry").values] == [
+            "Chemistry"
+        ]
+    finally:
+        env.db.close()
+
+
+@pytest.mark.parametrize("written", ["Nov 3, 2025", "November 3 2025", "3 Nov 2025", "11/03/2025"])
+def test_a_date_written_another_way_finds_the_stored_date(written: str) -> None:
+    # issue 21, item 10: the demo stores dates as 2025-11-03; a question says "Nov 3, 2025".
+    env = Environment.open("demo")
+    try:
+        found = env.get_distinct_values("absence_records", "absence_date", search=written)
+        assert [(v.value, v.match) for v in found.values] == [("2025-11-03", "exact")]
+        assert found.note is not None and "as the date 2025-11-03 it does" in found.note
+        nowhere = env.get_distinct_values("absence_records", "absence_date", search="Nov 3, 2031")
+        assert not nowhere.values and nowhere.note and "do not filter on a guess" in nowhere.note
+    finally:
+        env.db.close()

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from sophrosyne.bench.cli import bench_app
-from sophrosyne.errors import ConfigError
+from sophrosyne.errors import ConfigError, InvalidArgument, SophrosyneError
 from sophrosyne.targets import (
     DB_HELP,
     DEMO,
@@ -408,7 +408,7 @@ def ask(
     configured, 3 a clarification is needed (when nobody is at the terminal to answer it).
     """
     from sophrosyne.agent import Solver
-    from sophrosyne.agent.ask import AskRequest, is_interactive, toolbox_for
+    from sophrosyne.agent.ask import AskRequest, error_json, is_interactive, toolbox_for
     from sophrosyne.agent.ask import ask as run_ask
     from sophrosyne.llm import ModelClient
     from sophrosyne.settings import Settings
@@ -422,12 +422,19 @@ def ask(
             db, question = None, args[0]
         else:
             db, (question,) = split_db(args, 1, "[DB] QUESTION")
-        settings = Settings.load(config, policy_file=policy, directives=directives)
-        llm = ModelClient.from_settings(settings, model=model, base_url=base_url)  # exits 2 without a model
-        env = open_env(db, config, descriptions, policy=policy, role=role, directives=directives) if db else None
-        chosen: Solver = "flex" if solver == "flex" else "explorer"
-        request = AskRequest(question, knowledge, chosen, review, trace, as_json, is_interactive(as_json))
-        code = run_ask(request, llm, settings, toolbox_for(env, server, token), (console, err_console))
+        try:
+            if not question.strip():
+                raise InvalidArgument("the question is empty.", hint='e.g. sophrosyne ask demo "How many employees?"')
+            settings = Settings.load(config, policy_file=policy, directives=directives)
+            llm = ModelClient.from_settings(settings, model=model, base_url=base_url)  # exits 2 without a model
+            env = open_env(db, config, descriptions, policy=policy, role=role, directives=directives) if db else None
+            chosen: Solver = "flex" if solver == "flex" else "explorer"
+            request = AskRequest(question, knowledge, chosen, review, trace, as_json, is_interactive(as_json))
+            code = run_ask(request, llm, settings, toolbox_for(env, server, token), (console, err_console))
+        except SophrosyneError as exc:
+            if as_json:
+                console.print(error_json(exc), highlight=False, soft_wrap=True)
+            raise
     raise typer.Exit(code)
 
 

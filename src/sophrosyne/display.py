@@ -85,7 +85,7 @@ def print_tables(result: TableList) -> None:
         for d in result.directives:
             flagged.add_row(escape(d.table), d.confidence, escape(d.reason))
         console.print(flagged)
-    notes(result.directive_note, result.cut)
+    notes(result.note, result.directive_note, result.cut)
 
 
 def print_description(result: TableDescription) -> None:

@@ -3,6 +3,7 @@ claim of absence that was not checked."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from sophrosyne.engines import Engine
 from sophrosyne.errors import QueryFailed, QueryTimeout, UnknownColumn
 from sophrosyne.results import DistinctValues, ValueCount, cell, cut_note
 from sophrosyne.settings import Settings
-from sophrosyne.value_cache import ColumnValues, Match, ValueCache, normalized
+from sophrosyne.value_cache import BESIDE_EXACT, ColumnValues, Match, ValueCache, normalized
 
 Query = Callable[..., QueryResult]
 # Time kept back from the call's deadline to answer once a live search stops.
@@ -42,6 +43,22 @@ class Grounder:
         self.scope = scope  # (database, role): counts are per role
 
     def distinct_values(
+        self, t: Table, c: Column, size: int | None, search: str | None, limit: int, *, more: bool = False
+    ) -> DistinctValues:
+        found = self._distinct_values(t, c, size, search, limit, more=more)
+        iso = iso_date(search) if search and not _held(found) else None
+        if iso is None:
+            return found
+        # A date written another way ("Nov 3, 2025") is looked up as dates are stored (2025-11-03).
+        as_stored = self._distinct_values(t, c, size, iso, limit, more=more)
+        if not _held(as_stored):
+            return found
+        as_stored.values = [v for v in as_stored.values if v.match in _HOLDING]
+        as_stored.search = search
+        as_stored.note = f"No value holds {search!r} as written; as the date {iso} it does: filter on the stored form."
+        return as_stored
+
+    def _distinct_values(
         self, t: Table, c: Column, size: int | None, search: str | None, limit: int, *, more: bool = False
     ) -> DistinctValues:
         key = (*self.scope, t.name, c.name)
@@ -125,7 +142,9 @@ class Grounder:
         exact = [m for m in found if m.kind == "exact"]
         order = {"exact": 0, "substring": 1}
         found.sort(key=lambda m: (order[m.kind], -m.count, normalized(m.value)))
-        found = (exact if exact and not more else found)[:limit]
+        if exact and not more:
+            found = exact + [m for m in found if m.kind != "exact"][:BESIDE_EXACT]
+        found = found[:limit]
         coverage = _coverage(t, searched, complete)
         note = _found_note(found, t, c, search, more, complete=complete, fuzzy=False)
         # Fuzzy neighbours need every value: they come once the values are in memory, if they can be.
@@ -235,11 +254,36 @@ def _coverage(t: Table, searched: int | None, complete: bool) -> str:
     return "The search did not finish within the time limit: values were not checked"
 
 
+# Dates as people write them; the ISO form is how databases store (and compare) dates in text.
+_DATE_FORMS = ("%b %d, %Y", "%B %d, %Y", "%b %d %Y", "%B %d %Y", "%d %b %Y", "%d %B %Y", "%m/%d/%Y", "%Y/%m/%d")
+
+
+_HOLDING = ("exact", "substring")
+
+
+def _held(found: DistinctValues) -> bool:
+    """Whether a search found values that hold it (not only fuzzy neighbours)."""
+    return any(v.match in _HOLDING for v in found.values)
+
+
+def iso_date(text: str) -> str | None:
+    """`text` as an ISO date (YYYY-MM-DD) when it is a date written in another common form, else None."""
+    written = " ".join(text.replace(".", " ").split())
+    for form in _DATE_FORMS:
+        try:
+            return dt.datetime.strptime(written, form).date().isoformat()
+        except ValueError:
+            continue
+    return None
+
+
 def _found_note(
     found: list[Match], t: Table, c: Column, search: str, more: bool, *, complete: bool, fuzzy: bool = True
 ) -> str | None:
-    if found and found[0].kind == "exact" and not more and all(m.kind == "exact" for m in found):
-        return "Exact match (case and spaces aside); pass a limit to see similar values too."
+    if found and found[0].kind == "exact" and not more:
+        if all(m.kind == "exact" for m in found):
+            return "Exact match (case and spaces aside); pass a limit to see similar values too."
+        return "Exact match first (case and spaces aside), then values that contain it."
     if found:
         return None
     if complete and fuzzy:

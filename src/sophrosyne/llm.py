@@ -318,6 +318,11 @@ class ModelClient:
 
     # -- internals -----------------------------------------------------------------------------------------
 
+    @property
+    def _endpoint(self) -> str:
+        """The endpoint and model, as an error names them (OpenAI's own when no URL is set)."""
+        return f"{self.base_url or 'https://api.openai.com/v1'} (model {self.model})"
+
     def _async_client(self) -> openai.AsyncOpenAI:
         if self._async is None:
             import openai
@@ -367,12 +372,13 @@ class ModelClient:
         )
         if not retryable:
             raise ModelError(
-                f"the model endpoint refused the request ({status}): {message}",
+                f"the model endpoint {self._endpoint} refused the request ({status}): {message}",
                 hint="Check the model name, the API key and the endpoint URL.",
             ) from None
         if retry >= self.settings.llm_retries:
             raise ModelError(
-                f"the model endpoint kept failing after {retry} retries ({status or type(exc).__name__}: {message}).",
+                f"the model endpoint {self._endpoint} kept failing after {retry} retries "
+                f"({status or type(exc).__name__}: {message}).",
                 hint="Check the endpoint, or wait and try again.",
             ) from None
         after = _retry_after(getattr(exc, "response", None))
@@ -383,7 +389,7 @@ class ModelClient:
         ms = (time.perf_counter() - started) * 1000
         choices = getattr(response, "choices", None) or []
         if not choices:
-            raise ModelError("the model endpoint returned no choices.", hint="Check the model name.")
+            raise ModelError(f"the model endpoint {self._endpoint} returned no choices.", hint="Check the model name.")
         message = choices[0].message
         text = message.content or ""
         calls: list[ToolCall] = []
@@ -395,7 +401,8 @@ class ModelClient:
                 arguments, bad = {}, raw.function.arguments
             calls.append(ToolCall(raw.id or f"call-{i}", raw.function.name, arguments if not bad else {}, bad))
         if tools and self.mode == "json" and not calls:
-            calls = [c for c in calls_from_json(text) if c.name in {t.name for t in tools}]
+            # Unknown tool names are kept: the solver answers them as a native call would be answered.
+            calls = calls_from_json(text)
         usage = self._usage(getattr(response, "usage", None), request, text, calls)
         return Reply(text=text, tool_calls=calls, usage=usage, ms=ms, mode=self.mode)
 

@@ -13,7 +13,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from sophrosyne import __version__
@@ -23,6 +23,7 @@ from sophrosyne.data_blocks import close_data, escaped, new_nonce, open_data
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, SophrosyneError
 from sophrosyne.lifecycle import Calls, add_health, health_of
+from sophrosyne.mcp_features import Notices, add_features
 from sophrosyne.results import (
     QueryOutput,
     TableList,
@@ -150,7 +151,13 @@ class _ToolFailure(ToolError):
 
 class SophrosyneMCP(LeanServer):
     """The SDK's server with lean tool definitions, and argument errors said in one plain sentence instead of
-    pydantic's report."""
+    pydantic's report; its resource list adds the tables the caller's role may read (mcp_features.py)."""
+
+    table_resources: Callable[[], Awaitable[list[Resource]]] | None = None
+
+    async def list_resources(self) -> list[Resource]:
+        listed = await super().list_resources()
+        return listed + (await self.table_resources() if self.table_resources is not None else [])
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -212,6 +219,7 @@ def build_server(
     require_token: bool = False,
     allow_python: bool = False,
     calls: Calls | None = None,
+    notices: Notices | None = None,
 ) -> MCPServer:
     """An MCP server exposing the tools over one or several sources; with `require_token`, HTTP callers need a
     bearer token that a source's policy lists; with `allow_python`, also `run_python` (a sandboxed program
@@ -229,7 +237,7 @@ def build_server(
             "token_verifier": PolicyTokens(sources, f"{url}/mcp"),
             "auth": AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp", validate_token_resource=True),
         }
-    server: MCPServer = SophrosyneMCP(name=name, instructions=INSTRUCTIONS, version=__version__, **auth)
+    server = SophrosyneMCP(name=name, instructions=INSTRUCTIONS, version=__version__, **auth)
     settings = sources.settings
     audit = AuditLog(settings.audit_log) if settings.audit_log else None
     calls = calls or Calls()
@@ -359,6 +367,8 @@ def build_server(
         # A program has its own wall-clock limit, longer than a statement's: its call is given that long.
         program_s = max(settings.timeout_s, settings.python_wall_s + 5)
         _add_run_python(server, sources, _mapped(sources, audit, calls, seconds=program_s))
+    server.table_resources = add_features(server, sources, _caller, calls)
+    (notices or Notices()).install(server)
     server.middleware.append(_WarmAfterHandshake(sources))
     return server
 

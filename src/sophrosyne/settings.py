@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import tomllib
@@ -230,4 +231,12 @@ class Settings(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"setting `{where}` is invalid: {first['msg']}.") from None
+            source = f" in {path}" if path is not None and where in data else ""
+            if first["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(where, list(cls.model_fields), n=1)
+                raise ConfigError(
+                    f"unknown setting `{where}`{source}.",
+                    hint=(f"Did you mean `{close[0]}`? " if close else "")
+                    + "The README's Settings section lists every setting.",
+                ) from None
+            raise ConfigError(f"setting `{where}`{source} is invalid: {first['msg']}.") from None

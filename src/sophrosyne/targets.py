@@ -28,9 +28,24 @@ PolicyOption = Annotated[
 ]
 DescriptionsOption = Annotated[Path | None, typer.Option(help="Folder of BIRD-style <table>.csv column descriptions.")]
 RoleOption = Annotated[str | None, typer.Option("--role", help="Role to act as (default: the policy's default role).")]
+
+
+def _command_line_directives(value: str | None) -> str | None:
+    # Oracle directives come from each question's gold SQL: the benchmarks have it, a command line does not.
+    if value == "oracle":
+        raise typer.BadParameter(
+            "oracle directives need each question's gold SQL, which a command line does not have: use "
+            "`sophrosyne bench run --arm oracle` or `sophrosyne bench directives` (they compare it with none and "
+            "directives), or Environment.set_oracle(sql) in Python."
+        )
+    return value
+
+
 DirectivesOption = Annotated[
     str | None,
-    typer.Option(help="Directive mode: none, directives (default) or oracle.", show_default=False),
+    typer.Option(
+        help="Directive mode: none or directives (default).", show_default=False, callback=_command_line_directives
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -48,10 +63,28 @@ def resolve_db(target: str | None) -> str:
 def split_db(args: list[str], needed: int, usage: str) -> tuple[str, list[str]]:
     """Commands take an optional DB before their own arguments: `[DB] TABLE ...`."""
     if len(args) == needed:
+        if _names_a_database(args[0]):
+            last = usage.split()[-1]
+            raise typer.BadParameter(
+                f"`{args[0]}` is a database, so {last} is missing: expected {usage}, e.g. {' '.join(args)} {last}."
+            )
         return resolve_db(None), args
     if len(args) == needed + 1:
         return resolve_db(args[0]), args[1:]
     raise typer.BadParameter(f"expected {usage}, got {len(args)} argument(s).")
+
+
+_DATABASE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".duckdb")
+
+
+def _names_a_database(arg: str) -> bool:
+    """Whether a command's first argument can only be a database (so an argument after it was forgotten): a URL,
+    a database file that exists, or `demo` when the default database is the demo (which has no table `demo`)."""
+    if "://" in arg:
+        return True
+    if arg == DEMO:
+        return not os.environ.get("SOPHROSYNE_DATABASE")
+    return arg.lower().endswith(_DATABASE_SUFFIXES) and Path(arg).is_file()
 
 
 def open_env(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +23,24 @@ err_console = Console(stderr=True)
 
 Tick = Callable[[str, int, int], None]
 
+# Hints are written for agents, who call MCP tools; a person at the terminal runs the matching command.
+_COMMANDS = {
+    "list_sources": "sophrosyne sources",
+    "list_tables": "sophrosyne tables",
+    "describe_table": "sophrosyne describe",
+    "get_distinct_values": "sophrosyne values",
+    "find_rows": "sophrosyne find",
+    "search_schema": "sophrosyne search",
+    "execute_sql": "sophrosyne sql",
+    "explain_sql": "sophrosyne sql --explain",
+}
+_TOOL_NAME = re.compile(r"\b(" + "|".join(_COMMANDS) + r")\b(\([^()]*\))?")
+
+
+def for_the_terminal(text: str) -> str:
+    """A hint with each MCP tool it names (and its arguments) replaced by the command that does the same."""
+    return _TOOL_NAME.sub(lambda m: f"`{_COMMANDS[m.group(1)]}`", text).replace("``", "`")
+
 
 @contextmanager
 def reported() -> Iterator[None]:
@@ -34,7 +53,7 @@ def reported() -> Iterator[None]:
         # With the database's own words, escaped: a value they quote cannot move the terminal's cursor.
         err_console.print(f"[bold red]error:[/] {escape(shorten_line(exc.full_message))}", soft_wrap=True)
         if exc.hint:
-            err_console.print(f"[yellow]hint:[/] {escape(escaped(exc.hint))}", soft_wrap=True)
+            err_console.print(f"[yellow]hint:[/] {escape(escaped(for_the_terminal(exc.hint)))}", soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except (typer.Exit, typer.Abort, TyperException, KeyboardInterrupt, SystemExit):
         raise  # usage errors keep click's own message and exit code

@@ -30,6 +30,10 @@ class Match:
     score: float
 
 
+# Values that contain the search shown beside an exact match (the agent may be after a longer one).
+BESIDE_EXACT = 4
+
+
 @dataclass
 class ColumnValues:
     """Every distinct value of a column with its count, as one role sees it."""
@@ -52,16 +56,20 @@ class ColumnValues:
         self._words = words
 
     def search(self, needle: str, limit: int, *, more: bool = False, cutoff: float = 60.0) -> list[Match]:
-        """An exact match (case and spaces aside) alone, or first when `more`; else values holding the needle,
-        then the closest fuzzy neighbours. Each says how it matched."""
+        """An exact match (case and spaces aside) first, then values holding the needle (a few beside an exact
+        match, unless `more`), then, when nothing matched exactly, the closest fuzzy neighbours. Each says how it
+        matched."""
         self._prepare()
         wanted = normalized(needle)
         exact = [i for i, text in enumerate(self._lowered) if text == wanted]
-        if exact and not more:
-            return self._ranked([(i, "exact", 100.0) for i in exact], limit)
         found = [(i, "exact", 100.0) for i in exact]
         seen = set(exact)
-        found += [(i, "substring", 100.0) for i, text in enumerate(self._lowered) if wanted in text and i not in seen]
+        holding = [(i, "substring", 100.0) for i, text in enumerate(self._lowered) if wanted in text and i not in seen]
+        if exact and not more:
+            # The longer values an agent may be after ('Physics Teaching' beside 'Physics'), most frequent first.
+            holding.sort(key=lambda f: -self.counts[self._values[f[0]]])
+            holding = holding[:BESIDE_EXACT]
+        found += holding
         # Neighbours only when nothing matched exactly: beside an exact match they are noise.
         if not exact and len(found) < limit:
             from rapidfuzz import fuzz, process  # loaded on the first fuzzy search, not at start-up

@@ -19,11 +19,11 @@ from rich.table import Table
 from sophrosyne.agent import Solver
 from sophrosyne.agent.explorer import Explorer
 from sophrosyne.agent.flex import FlexSQL
-from sophrosyne.agent.outcome import Outcome, Step
+from sophrosyne.agent.outcome import Outcome, Step, write_steps
 from sophrosyne.agent.python_exec import PythonExecutor
 from sophrosyne.agent.tools import EnvironmentTools, MCPTools, Toolbox
 from sophrosyne.environment import Environment
-from sophrosyne.errors import ConfigError
+from sophrosyne.errors import ConfigError, SophrosyneError
 from sophrosyne.llm import ModelClient
 from sophrosyne.settings import Settings
 
@@ -52,6 +52,9 @@ def progress_line(step: Step) -> str:
         return f"{step.index:>3} {plan}model {step.name}{then} · {tokens} · {step.ms:,.0f} ms"
     if step.kind == "review":
         return f"{step.index:>3} review: {step.name} — {step.arguments.get('reason', '')}"
+    if step.kind == "refused":
+        shown = ", ".join(f"{k}={_short(v)}" for k, v in step.arguments.items())
+        return f"{step.index:>3} {plan}not run: {step.name}({shown}) · {step.error}"
     shown = ", ".join(f"{k}={_short(v)}" for k, v in step.arguments.items())
     size = f"{step.rows} rows" if step.rows is not None else f"{step.result_chars:,} chars"
     error = f" · error: {step.error}" if step.error else ""
@@ -75,9 +78,13 @@ async def run_ask(
     """Run the question to an outcome (asking the user when the explorer needs a clarification and a person
     is at the terminal), render it, write the trace; the exit code says how it ended."""
 
+    steps: list[Step] = []
+
     def show(step: Step) -> None:
+        steps.append(step)
         err_console.print(escape(progress_line(step)), highlight=False, soft_wrap=True)
 
+    outcome: Outcome | None = None
     try:
         async with toolbox:
             # The MCP SDK sets the root logger to INFO when a server is built; its request logs and the HTTP
@@ -87,7 +94,6 @@ async def run_ask(
             err_console.print(
                 f"[dim]{request.solver} on {escape(toolbox.label)} with {escape(model.model)}[/]", soft_wrap=True
             )
-            outcome: Outcome
             if request.solver == "flex":
                 flex = FlexSQL(model, toolbox, settings, executor=PythonExecutor(settings), on_step=show)
                 outcome = await flex.solve(request.question, request.knowledge)
@@ -99,8 +105,10 @@ async def run_ask(
                     outcome = await explorer.resume(outcome, answer)
     finally:
         await model.aclose()
-    if request.trace is not None:
-        outcome.trace.write_jsonl(request.trace)
+        # A run that ends on an error (the model's endpoint failed) still leaves the steps it took.
+        if request.trace is not None:
+            write_steps(request.trace, steps)
+    assert outcome is not None
     if request.as_json:
         console.print_json(json.dumps(outcome.to_json(), default=str))
     else:
@@ -151,6 +159,11 @@ def render(outcome: Outcome, console: Console) -> None:
         f"[dim]{outcome.tool_calls} tool calls · {usage.prompt_tokens:,}+{usage.completion_tokens:,} tokens"
         f"{estimated}{cost} · tables: {', '.join(outcome.tables_touched) or 'none'}[/]"
     )
+
+
+def error_json(exc: SophrosyneError) -> str:
+    """An error as `ask --json` prints it on stdout, so that a JSON consumer gets an answer too."""
+    return json.dumps({"kind": "error", "error": exc.message, "hint": exc.hint, "exit_code": exc.exit_code})
 
 
 def toolbox_for(env: Environment | None, server: str | None, token: str | None) -> Toolbox:

@@ -9,7 +9,7 @@ from typing import Any
 
 from sophrosyne.agent.outcome import Clarification, Outcome, Step, Trace
 from sophrosyne.agent.review import review_query
-from sophrosyne.agent.tools import Toolbox, ToolOutput, rows_of
+from sophrosyne.agent.tools import Toolbox, ToolOutput, no_tool, rows_of
 from sophrosyne.errors import QueryFailed
 from sophrosyne.llm import Conversation, ModelClient, ToolCall, ToolSpec
 from sophrosyne.settings import Settings
@@ -65,8 +65,13 @@ CONTROL = [
     ),
 ]
 GROUNDING_TOOLS = ("get_distinct_values", "find_rows")
+# Tools whose answers quote the question or its words back (directives' reasons, schema matches): what they
+# show grounds nothing.
+_ECHOING_TOOLS = ("list_tables", "search_schema")
 # Literals that are not labels to look up: numbers, dates and times.
 _NOT_A_LABEL = re.compile(r"^[\d\s.:+\-/TZ%]*$")
+# A data block of a Sophrosyne answer: `<data NONCE>` ... `</data NONCE>` (results.open_data / close_data).
+_DATA_BLOCK = re.compile(r"<data ([0-9a-f]+)>\n?(.*?)</data \1>", re.DOTALL)
 
 
 @dataclass
@@ -153,7 +158,11 @@ class Explorer:
 
     async def _handle(self, run: _Run, call: ToolCall) -> Outcome | None:
         if call.bad_arguments is not None:
-            run.conversation.tool_result(call, "ERROR: the arguments were not a JSON object; call the tool again.")
+            self._refuse(run, call, "ERROR: the arguments were not a JSON object; call the tool again.")
+            return None
+        control = [spec.name for spec in CONTROL]
+        if call.name not in control and not self.tools.has(call.name):
+            self._refuse(run, call, "ERROR: " + no_tool(call.name, [s.name for s in self.tools.specs] + control))
             return None
         if call.name == "give_up":
             return self._gave_up(run, str(call.arguments.get("reason") or "the model gave up."))
@@ -165,7 +174,8 @@ class Explorer:
             if unverified:
                 run.warned.update(unverified)
                 values = ", ".join(repr(v) for v in unverified)
-                run.conversation.tool_result(
+                self._refuse(
+                    run,
                     call,
                     f"Not run: {values} was not grounded in the data. Look it up first with "
                     "get_distinct_values(table, column, search=...) or find_rows(term), then use the stored value.",
@@ -261,6 +271,13 @@ class Explorer:
             state=run,
         )
 
+    def _refuse(self, run: _Run, call: ToolCall, answer: str) -> None:
+        """Answer a call without running it; the trace keeps it as a refused step."""
+        run.trace.refused(
+            call.name, call.arguments if call.bad_arguments is None else {"raw": call.bad_arguments}, answer
+        )
+        run.conversation.tool_result(call, answer)
+
     def _gave_up(self, run: _Run, reason: str) -> Outcome:
         return Outcome("gave_up", run.question, self.name, run.trace, reason=reason)
 
@@ -270,7 +287,7 @@ class Explorer:
     def _record(self, run: _Run, output: ToolOutput) -> ToolOutput:
         run.trace.tool(output)
         if not output.is_error:
-            run.seen.append(output.text)
+            run.seen.append(returned_data(output))
         return output
 
     def _sql_of(self, call: ToolCall) -> str | None:
@@ -285,6 +302,41 @@ class Explorer:
             return []
         seen = "\n".join([*run.seen, run.knowledge or ""])
         return [v for v in compared_literals(sql) if v not in seen and v not in run.warned]
+
+
+def returned_data(output: ToolOutput) -> str:
+    """What the data returned in a tool's answer, as text to ground values on: never the answer's own words.
+
+    A header echoes the call's arguments ("matching 'Finance Dept'", "rows containing 'X'") and directive
+    reasons quote the question, so a value found only there was not found in the data. Sophrosyne puts data in
+    blocks; another server's structured rows count; a plain-text answer of another server counts whole, less
+    the arguments it echoes."""
+    if output.name in _ECHOING_TOOLS:
+        return ""
+    blocks = [match.group(2) for match in _DATA_BLOCK.finditer(output.text)]
+    if blocks:
+        return "\n".join(blocks)
+    arguments = [v for v in output.arguments.values() if isinstance(v, str) and v]
+    if output.data is not None:
+        # A top-level field that repeats an argument (the search term, the SQL as executed) is an echo.
+        return "\n".join(
+            leaf
+            for value in output.data.values()
+            if not (isinstance(value, str) and any(a in value for a in arguments))
+            for leaf in _leaves(value)
+        )
+    text = output.text
+    for argument in arguments:
+        text = text.replace(argument, "")
+    return text
+
+
+def _leaves(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [] if value is None else [str(value)]
 
 
 def compared_literals(sql: str) -> list[str]:

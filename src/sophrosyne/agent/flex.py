@@ -11,10 +11,10 @@ from typing import Any
 
 from sophrosyne.agent.outcome import Candidate, Outcome, Step, Trace, read_tables
 from sophrosyne.agent.python_exec import ProgramResult, PythonExecutor
-from sophrosyne.agent.tools import Rows, Toolbox, ToolOutput, rows_of
+from sophrosyne.agent.tools import Rows, Toolbox, ToolOutput, no_tool, rows_of
 from sophrosyne.agent.voting import question_orders, tables_match, vote
 from sophrosyne.errors import ProgramFailed, QueryFailed, SandboxUnavailable
-from sophrosyne.llm import Conversation, ModelClient, ToolSpec, parse_json
+from sophrosyne.llm import Conversation, ModelClient, ToolCall, ToolSpec, parse_json
 from sophrosyne.results import render_error
 from sophrosyne.settings import Settings
 
@@ -180,6 +180,11 @@ class FlexSQL:
                 conversation.user("Continue with a tool call, or submit_program when the plan is grounded.")
                 continue
             for call in reply.tool_calls:
+                refusal = self._refusal(call, [s.name for s in specs])
+                if refusal is not None:
+                    trace.refused(call.name, call.arguments, refusal, plan=index)
+                    conversation.tool_result(call, refusal)
+                    continue
                 if call.name != "submit_program":
                     calls += 1
                     if calls > budget:
@@ -295,6 +300,14 @@ class FlexSQL:
             preview = json.dumps(table.rows[:5], default=str)
             conversation.user(f"Its result differs from the program's (first rows: {preview}). Fix the SQL.")
         notes.append("no SQL translation gave the Python result: the answer is the Python program's")
+        return None
+
+    def _refusal(self, call: ToolCall, offered: list[str]) -> str | None:
+        """Why a call is answered without running it: arguments that were not JSON, or no such tool."""
+        if call.bad_arguments is not None:
+            return "ERROR: the arguments were not a JSON object; call the tool again."
+        if call.name not in offered:
+            return "ERROR: " + no_tool(call.name, offered)
         return None
 
     async def _call(self, trace: Trace, name: str, arguments: dict[str, Any], plan: int | None = None) -> ToolOutput:

@@ -11,7 +11,8 @@ from typing import Any, Literal
 from sophrosyne.agent.tools import ToolOutput
 from sophrosyne.llm import Reply, Usage
 
-StepKind = Literal["tool", "model", "program", "review"]
+# `refused`: a call the model made that the solver did not pass on (unknown tool, bad arguments, ungrounded SQL).
+StepKind = Literal["tool", "model", "program", "review", "refused"]
 # Arguments of these tools name a table the agent looked at.
 TABLE_ARGUMENT_TOOLS = ("describe_table", "get_distinct_values", "find_rows")
 
@@ -72,6 +73,10 @@ class Trace:
             tables=tables,
         )
         return self._add(step)
+
+    def refused(self, name: str, arguments: dict[str, Any], reason: str, plan: int | None = None) -> Step:
+        """A call the model made that was answered with `reason` instead of being run."""
+        return self._add(Step(len(self.steps) + 1, "refused", name, dict(arguments), error=reason[:300], plan=plan))
 
     def model(self, reply: Reply, purpose: str, plan: int | None = None) -> Step:
         self.usage.add(reply.usage)
@@ -135,9 +140,14 @@ class Trace:
         return sorted({t for s in self.steps for t in s.tables})
 
     def write_jsonl(self, path: Path) -> None:
-        with Path(path).open("w") as f:
-            for step in self.steps:
-                f.write(json.dumps(step.to_json(), default=str) + "\n")
+        write_steps(path, self.steps)
+
+
+def write_steps(path: Path, steps: list[Step]) -> None:
+    """Steps as JSON lines, one a step."""
+    with Path(path).open("w") as f:
+        for step in steps:
+            f.write(json.dumps(step.to_json(), default=str) + "\n")
 
 
 def read_tables(sql: str) -> list[str]:

@@ -114,8 +114,7 @@ class Toolbox(ABC):
         if self._client is None:
             raise ConfigError("the toolbox is not open.", hint="Use `async with toolbox:`.")
         if not self.has(name):
-            known = ", ".join(s.name for s in self.specs)
-            return ToolOutput(name, arguments, f"no tool `{name}`; the tools are: {known}.", is_error=True)
+            return ToolOutput(name, arguments, no_tool(name, [s.name for s in self.specs]), is_error=True)
         started = time.perf_counter()
         result = await self._client.call_tool(name, arguments)
         ms = (time.perf_counter() - started) * 1000
@@ -142,6 +141,11 @@ class Toolbox(ABC):
         if output.is_error:
             raise QueryFailed(output.text.strip() or "the query failed.")
         return rows_of(output)
+
+
+def no_tool(name: str, known: list[str]) -> str:
+    """The answer to a call of a tool that does not exist, naming those that do."""
+    return f"no tool `{name}`; the tools are: {', '.join(known)}."
 
 
 def rows_of(output: ToolOutput) -> Rows:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from sophrosyne.bench.cli import bench_app, cell_text, figures_table
-from sophrosyne.terminal import console, progress_bar, reported
+from sophrosyne.terminal import console, err_console, progress_bar, reported
 
 if TYPE_CHECKING:
     from sophrosyne.bench.suites import Metric, Suite
@@ -274,6 +274,7 @@ def report_command(
 
     Example: sophrosyne bench report bench-out/run.jsonl --html bench-out/report.html --json bench-out/report.json
     """
+    from sophrosyne.bench import plots
     from sophrosyne.bench.report import build_html, curve_for, print_runs
     from sophrosyne.bench.runs import read_runs, summarize_runs
 
@@ -301,3 +302,6 @@ def report_command(
             Path(html_path).parent.mkdir(parents=True, exist_ok=True)
             Path(html_path).write_text(build_html(result, records, found), encoding="utf-8")
             console.print(f"[dim]wrote {html_path}[/]")
+            if not plots.available():
+                note = f"the page has no plots: matplotlib is not installed ({plots.INSTALL})."
+                err_console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)

@@ -38,12 +38,28 @@ class Dataset:
 
 
 def datasets_root(project_root: Path | None = None) -> Path:
-    """`$SOPHROSYNE_DATASETS`, else `../shared/datasets` beside the project root."""
+    """`$SOPHROSYNE_DATASETS`, else `../shared/datasets` beside the project root in a source checkout, else
+    `datasets/` in the current folder (an installed package has no project root: its folder is the venv's)."""
     env = os.environ.get("SOPHROSYNE_DATASETS")
     if env:
         return Path(env)
     root = project_root or Path(__file__).resolve().parents[3]
+    if project_root is None and not (root / "pyproject.toml").is_file():
+        return Path.cwd() / "datasets"
     return root.parent / "shared" / "datasets"
+
+
+def dataset_folder(root: Path, name: str, folder: str) -> Path:
+    """The folder of a dataset, or an error that says where it was looked for and how to point elsewhere."""
+    path = root / folder
+    if not path.is_dir():
+        raise ConfigError(
+            f"no data for {name}: the folder {path} does not exist.",
+            hint=f"Put the {name} files in {folder}/ under a datasets folder and set SOPHROSYNE_DATASETS to it "
+            "(docs/bench.md says what each dataset holds and where it comes from); `bench directives` also takes "
+            "--questions and --tables for your own files.",
+        )
+    return path
 
 
 def catalog_from_spider(entry: dict[str, Any]) -> Catalog:
@@ -142,7 +158,7 @@ def load_dataset(name: str, root: Path | None = None) -> Dataset:
     """`bird-dev`, `spider-dev` or `spider2-cloud` from the shared datasets folder."""
     root = root or datasets_root()
     if name == "bird-dev":
-        folder = root / "bird_dev"
+        folder = dataset_folder(root, name, "bird_dev")
         return load_custom(
             folder / "dev.json",
             folder / "dev_tables.json",
@@ -151,7 +167,7 @@ def load_dataset(name: str, root: Path | None = None) -> Dataset:
             name=name,
         )
     if name == "spider-dev":
-        folder = root / "spider"
+        folder = dataset_folder(root, name, "spider")
         return load_custom(folder / "dev.json", folder / "tables.json", None, folder / "database", name=name)
     if name == "spider2-cloud":
         from sophrosyne.bench.spider2 import load_spider2_cloud

@@ -14,6 +14,7 @@ import numpy as np
 
 from sophrosyne.bench.baselines import PAPER_LLM_TOP1, PAPER_RULES_TOP1
 from sophrosyne.bench.directives_bench import CURVE_THRESHOLDS, BenchRun, Outcome
+from sophrosyne.errors import ConfigError
 
 PART_LABELS = {
     "holdout": "held-out databases (never used in tuning)",
@@ -146,6 +147,10 @@ def write_json(data: dict[str, Any], path: Path) -> None:
 def plot_curve(data: dict[str, Any], path: Path) -> None:
     """Safe rate against prune rate over the threshold, for the headline part (other parts dashed), with the
     baselines and the default threshold marked on the headline part."""
+    from sophrosyne.bench import plots
+
+    if not plots.available():
+        raise ConfigError("--plot needs matplotlib, which is not installed.", hint=f"Run {plots.INSTALL}.")
     import matplotlib
 
     matplotlib.use("Agg")

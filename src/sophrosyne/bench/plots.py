@@ -6,7 +6,18 @@ import io
 import re
 from typing import Any
 
+# What to install when matplotlib is missing (it comes with the `bench` extra).
+INSTALL = "pip install 'sophrosyne[bench]'"
 COLORS = {"coarse": "#8c8c8c", "none": "#d95f02", "directives": "#1b9e77", "oracle": "#7570b3"}
+
+
+def available() -> bool:
+    """Whether matplotlib is installed (the page and the JSON are written without it, the plots not)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _pyplot() -> Any:

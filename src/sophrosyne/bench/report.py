@@ -94,6 +94,8 @@ def _sliced_table(result: dict[str, Any], key: str, label: str) -> str:
 def _plots(result: dict[str, Any], curve: dict[str, Any] | None) -> list[str]:
     from sophrosyne.bench import plots
 
+    if not plots.available():
+        return [f'<p class="plot">No plots: matplotlib is not installed ({plots.INSTALL}).</p>']
     arms = result["arms"]
     figures = []
 

@@ -9,10 +9,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sophrosyne.bench.datasets import Dataset, Question
+from sophrosyne.bench.datasets import Dataset, Question, dataset_folder
 from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.directives.oracle import gold_tables
-from sophrosyne.errors import ConfigError
 
 SPIDER2_CLOUD = "spider2-cloud"
 _ENGINES = {"bigquery": "bigquery", "snowflake": "snowflake"}
@@ -179,9 +178,7 @@ def load_spider2_cloud(root: Path) -> Dataset:
 
     Instances whose gold SQL reads a table with no DDL (the README lists six missing files) are left out;
     `Dataset.skipped` says which and why."""
-    folder = root / "spider2_lite"
-    if not folder.is_dir():
-        raise ConfigError(f"no Spider 2.0-lite folder at {folder}.", hint="Set SOPHROSYNE_DATASETS.")
+    folder = dataset_folder(root, "spider2-cloud", "spider2_lite")
     instances = [json.loads(line) for line in (folder / "spider2-lite.jsonl").read_text().splitlines() if line.strip()]
     engines = {
         db.name: engine for engine in _ENGINES for db in (folder / "databases" / engine).iterdir() if db.is_dir()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sophrosyne import engines
-from sophrosyne.bench.datasets import Question, datasets_root, load_catalogs, load_questions
+from sophrosyne.bench.datasets import Question, dataset_folder, datasets_root, load_catalogs, load_questions
 from sophrosyne.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def load_suite(name: str, *, root: Path | None = None, db_url: str | None = None
     holding every table, as mini-dev sets up MySQL and PostgreSQL) serves the server-dialect gold."""
     root = root or datasets_root()
     if name == "bird-dev":
-        folder = root / "bird_dev"
+        folder = dataset_folder(root, name, "bird_dev")
         return _runnable(
             Suite(name, "bird", "sqlite", load_questions(folder / "dev.json")),
             folder / "dev_databases",
@@ -75,7 +75,7 @@ def load_suite(name: str, *, root: Path | None = None, db_url: str | None = None
         )
     if name in _MINI_DEV:
         dialect = _MINI_DEV[name]
-        folder = root / "bird_mini_dev"
+        folder = dataset_folder(root, name, "bird_mini_dev")
         questions = load_questions(folder / f"mini_dev_{dialect}.json")
         engine = engines.for_dialect(dialect)  # mini-dev says `postgresql` where sqlglot says `postgres`
         suite = Suite(name, "bird", engine.name, questions)
@@ -84,13 +84,13 @@ def load_suite(name: str, *, root: Path | None = None, db_url: str | None = None
         _describe(suite, folder / "dev_tables.json", root / "bird_dev" / "dev_databases")
         return _on_server(suite, db_url)
     if name == "spider-dev":
-        folder = root / "spider"
+        folder = dataset_folder(root, name, "spider")
         suite = Suite(name, "spider", "sqlite", load_questions(folder / "dev.json"))
         return _runnable(suite, folder / "database", folder / "tables.json", db_url)
     if name == "spider2-lite":
         from sophrosyne.bench.spider2_eval import load_spider2_lite
 
-        return load_spider2_lite(root / "spider2_lite")
+        return load_spider2_lite(dataset_folder(root, name, "spider2_lite"))
     raise ConfigError(f"unknown dataset {name!r}.", hint=f"Use one of {', '.join(SUITES)}.")
 
 
