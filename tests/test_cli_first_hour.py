@@ -77,3 +77,40 @@ def test_an_unknown_setting_is_named_with_its_file_and_the_closest_setting(tmp_p
 def test_an_offset_past_the_end_says_so() -> None:
     code, out, _ = invoke("tables", "demo", "--offset", "100")
     assert code == 0 and "offset 100 is past the last of the 12 entries; start again at offset 0." in out
+
+
+@pytest.mark.parametrize("command", [["tables", "demo"], ["index", "demo"]])
+def test_a_descriptions_folder_that_does_not_exist_is_refused(tmp_path: Path, command: list[str]) -> None:
+    code, _, err = invoke(*command, "--descriptions", str(tmp_path / "nope"))
+    assert code == 2 and "--descriptions" in err and "does not exist" in err
+
+
+def test_the_python_api_refuses_a_descriptions_folder_that_does_not_exist(tmp_path: Path) -> None:
+    from sophrosyne.environment import Environment
+    from sophrosyne.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"the descriptions folder .* does not exist"):
+        Environment.open("demo", descriptions=tmp_path / "nope")
+
+
+def test_a_source_that_cannot_be_reached_says_so_with_its_name(tmp_path: Path) -> None:
+    sources = tmp_path / "sources.toml"
+    sources.write_text('[sources.shop]\nurl = "postgresql://postgres@127.0.0.1:1/shop"\ndescription = "Sales."\n')
+    code, _, err = invoke("sources", "--sources", str(sources))
+    assert code == 1 and "unexpected" not in err
+    assert err.startswith("error: cannot read the schema of `shop` (postgresql+psycopg://postgres@127.0.0.1:1/shop)")
+    assert "hint: Check that the server runs" in err
+
+
+def test_serve_without_a_database_says_it_serves_the_demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("SOPHROSYNE_SOURCES", raising=False)
+    hello = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    hello += '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+    done = subprocess.run(
+        [sys.executable, "-m", "sophrosyne", "serve"], input=hello, capture_output=True, text=True, timeout=120
+    )
+    assert done.stderr.startswith("no database given (no DB, --sources, SOPHROSYNE_DATABASE or SOPHROSYNE_SOURCES)")
+    assert '"serverInfo"' in done.stdout

@@ -21,6 +21,7 @@ from sophrosyne.targets import (
     closing_opened,
     open_env,
     resolve_db,
+    say_when_the_demo_is_served,
     split_db,
 )
 from sophrosyne.targets import demo_path as demo_path  # where tests and scripts have found it
@@ -289,6 +290,7 @@ def serve(
             sources = Path(os.environ["SOPHROSYNE_SOURCES"])  # keeps the sources' location off the command line
         if sources is not None and db is not None:
             raise ConfigError("give a database or --sources, not both.", hint="Add the database to the sources file.")
+        say_when_the_demo_is_served(db, sources)
         spec = ServeSpec(
             db=None if sources is not None else resolve_db(db),
             sources=sources,

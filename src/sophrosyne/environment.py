@@ -98,6 +98,11 @@ class Environment:
         default) the database is reached and its schema read now, so that a bad target or policy fails here; a
         server passes False, starts at once, and reads the schema in the background."""
         settings = settings or Settings()
+        if descriptions is not None and not Path(descriptions).is_dir():
+            raise ConfigError(
+                f"the descriptions folder {descriptions} does not exist.",
+                hint="Give the folder that holds BIRD-style <table>.csv files (database_description/).",
+            )
         if str(target) == "demo":  # the embedded HR database, as on the command line
             from importlib import resources
 

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from sophrosyne import deadline
-from sophrosyne.errors import NotReady, SophrosyneError
+from sophrosyne.errors import ConnectionFailed, NotReady, SophrosyneError
 from sophrosyne.loading import Background
 
 if TYPE_CHECKING:
@@ -44,9 +44,24 @@ class LiveCatalog:
         self._checked = 0.0
 
     def _new_load(self) -> Background[Catalog]:
+        return Background(self._read, name=f"sophrosyne-schema-{self.db.name}")
+
+    def _read(self) -> Catalog:
+        """The schema; a database that cannot be reached says so as on a direct connection, not as the
+        driver's exception (a source of a sources file or `serve` is read here first)."""
+        from sqlalchemy.exc import DBAPIError
+
         from sophrosyne.catalog_reader import read_catalog
 
-        return Background(lambda: read_catalog(self.db), name=f"sophrosyne-schema-{self.db.name}")
+        try:
+            return read_catalog(self.db)
+        except DBAPIError as exc:
+            said = str(exc.orig or exc).strip().splitlines()
+            raise ConnectionFailed(
+                f"cannot read the schema of `{self.db.name}` ({self.db.display_url}): "
+                f"{said[0] if said else type(exc).__name__}",
+                hint="Check that the server runs and that the URL, user and database are right.",
+            ) from None
 
     @property
     def ready(self) -> bool:

@@ -26,7 +26,12 @@ ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML settin
 PolicyOption = Annotated[
     Path | None, typer.Option("--policy", help="TOML policy file: roles, row filters, column rules, tokens.")
 ]
-DescriptionsOption = Annotated[Path | None, typer.Option(help="Folder of BIRD-style <table>.csv column descriptions.")]
+DescriptionsOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Folder of BIRD-style <table>.csv column descriptions.", exists=True, file_okay=False, dir_okay=True
+    ),
+]
 RoleOption = Annotated[str | None, typer.Option("--role", help="Role to act as (default: the policy's default role).")]
 
 
@@ -85,6 +90,21 @@ def _names_a_database(arg: str) -> bool:
     if arg == DEMO:
         return not os.environ.get("SOPHROSYNE_DATABASE")
     return arg.lower().endswith(_DATABASE_SUFFIXES) and Path(arg).is_file()
+
+
+def say_when_the_demo_is_served(db: str | None, sources: Path | None) -> None:
+    """`serve` without a database says it serves the demo: a client that passes no environment (MCP Inspector
+    drops SOPHROSYNE_DATABASE) would otherwise get the demo without a word."""
+    if db is None and sources is None and not os.environ.get("SOPHROSYNE_DATABASE"):
+        from sophrosyne.terminal import err_console
+
+        err_console.print(
+            "no database given (no DB, --sources, SOPHROSYNE_DATABASE or SOPHROSYNE_SOURCES): serving the embedded "
+            "demo database",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def open_env(
