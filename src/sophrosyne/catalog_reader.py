@@ -223,9 +223,11 @@ def read_inspected(db: Database) -> Catalog:
     from sophrosyne.connection import ServerPool
 
     assert isinstance(db.pool, ServerPool)
-    inspector = sa.inspect(db.pool.engine)
+    # A session first: a server that cannot be reached is told as such (the inspector connects on its own,
+    # and would raise the driver's error untranslated).
     with db.session(read_timeout(db)) as cursor:
         path, others = db.engine.schemas(cursor)
+    inspector = sa.inspect(db.pool.engine)
     wanted = _wanted_schemas(db.settings.schemas)
     if wanted is not None:
         others = [s for s in others if s.lower() in wanted]

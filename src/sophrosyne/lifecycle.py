@@ -1,4 +1,4 @@
-"""The server's running life: calls in worker threads under deadlines, /health, and draining on SIGTERM."""
+"""The server's running life: calls in worker threads under deadlines, and draining on SIGTERM."""
 
 from __future__ import annotations
 
@@ -18,12 +18,9 @@ from sophrosyne.errors import NotReady, QueryTimeout
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import Response
 
     from sophrosyne.environment import Environment
     from sophrosyne.handshake import EarlyStdio
-    from sophrosyne.sources import Sources
 
 logger = logging.getLogger("sophrosyne.server")
 T = TypeVar("T")
@@ -86,16 +83,6 @@ def _under(call: deadline.Deadline, work: Callable[[], T]) -> T:
         return work()
 
 
-def add_health(server: MCPServer, status: Callable[[], dict[str, Any]]) -> None:
-    """GET /health: 200 with the status while serving, 503 once draining (so a balancer stops sending)."""
-    from starlette.responses import JSONResponse
-
-    @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
-    async def health(request: Request) -> Response:
-        body = status()
-        return JSONResponse(body, status_code=503 if body.get("status") == "draining" else 200)
-
-
 async def serve_stdio(server: MCPServer, calls: Calls, drain_s: float, early: EarlyStdio | None = None) -> None:
     """Stdio until the client closes it, or SIGTERM/SIGINT: then calls in flight finish (within `drain_s`).
 
@@ -137,14 +124,23 @@ async def serve_http(app: Starlette, calls: Calls, host: str, port: int, drain_s
     """Streamable HTTP with uvicorn; on SIGTERM it stops accepting, and calls in flight finish first."""
     import uvicorn
 
+    from sophrosyne.http_connections import ACCEPT_BACKLOG, GuardedH11Protocol, raise_descriptor_limit
+
     class Draining(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
             calls.draining = True  # /health says so at once; uvicorn then waits for open requests
             super().handle_exit(sig, frame)
 
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=int(drain_s) + 1
+        app,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        timeout_graceful_shutdown=int(drain_s) + 1,
+        http=GuardedH11Protocol,  # a request must arrive in time; a client holds only so many connections
+        backlog=ACCEPT_BACKLOG,
     )
+    raise_descriptor_limit()
     await Draining(config).serve()
 
 
@@ -157,15 +153,3 @@ def warn_if_exposed(host: str, env: Environment) -> None:
             env.db.name,
             host,
         )
-
-
-def health_of(sources: Sources, calls: Calls) -> dict[str, Any]:
-    """What /health says: serving or draining, the version, and each source with whether its schema is read."""
-    from sophrosyne import __version__
-
-    return {
-        "status": "draining" if calls.draining else "ok",
-        "version": __version__,
-        "sources": {name: "ready" if env.db.catalog_ready else "loading" for name, env in sources.environments.items()},
-        "calls_in_flight": calls.active,
-    }

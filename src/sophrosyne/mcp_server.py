@@ -8,21 +8,22 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
+from starlette.applications import Starlette
 
 from sophrosyne import __version__
 from sophrosyne.arguments import argument_error
 from sophrosyne.audit import AuditLog, statements
+from sophrosyne.bearer import BearerGate, PolicyTokens
 from sophrosyne.data_blocks import close_data, escaped, new_nonce, open_data
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, SophrosyneError
-from sophrosyne.lifecycle import Calls, add_health, health_of
+from sophrosyne.health import SourceWatch, add_health
+from sophrosyne.lifecycle import Calls
 from sophrosyne.mcp_features import Notices, add_features
 from sophrosyne.results import (
     QueryOutput,
@@ -150,10 +151,21 @@ class _ToolFailure(ToolError):
 
 
 class SophrosyneMCP(LeanServer):
-    """The SDK's server with lean tool definitions, and argument errors said in one plain sentence instead of
-    pydantic's report; its resource list adds the tables the caller's role may read (mcp_features.py)."""
+    """The SDK's server with lean tool definitions, argument errors said in one plain sentence instead of
+    pydantic's report, over HTTP, when `tokens` is set, a bearer token of a policy on the MCP endpoint, and a
+    resource list that adds the tables the caller's role may read (mcp_features.py)."""
 
+    tokens: PolicyTokens | None = None
     table_resources: Callable[[], Awaitable[list[Resource]]] | None = None
+
+    def streamable_http_app(self, *, streamable_http_path: str = "/mcp", **options: Any) -> Starlette:
+        app = super().streamable_http_app(streamable_http_path=streamable_http_path, **options)
+        if self.tokens is not None:
+            # Added outermost last: the gate puts the caller's user in the request, then the SDK's context
+            # middleware makes it the tools' access token (get_access_token).
+            app.add_middleware(AuthContextMiddleware)
+            app.add_middleware(BearerGate, tokens=self.tokens, paths=(streamable_http_path,))
+        return app
 
     async def list_resources(self) -> list[Resource]:
         listed = await super().list_resources()
@@ -170,28 +182,6 @@ class SophrosyneMCP(LeanServer):
                 # Without the SDK's "Error executing tool" prefix, and bounded: a message may quote an input.
                 raise ToolError(shorten(str(cause), ERROR_CHARS)) from None
             raise
-
-
-class PolicyTokens:
-    """Bearer tokens to roles, from each source's hashed tokens (the SDK's TokenVerifier protocol).
-
-    A token names one role per source whose policy lists it; the roles ride in the access token's scopes as
-    `source=role`, so a source whose policy does not know the token refuses it.
-    """
-
-    def __init__(self, sources: Sources, resource: str) -> None:
-        self.sources = sources
-        self.resource = resource
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        roles = []
-        for name, env in self.sources.environments.items():
-            role = env.policy.role_for_token(token) if env.policy is not None else None
-            if role is not None:
-                roles.append(f"{name}={role.name}")
-        if not roles:
-            return None
-        return AccessToken(token="", client_id="sophrosyne", scopes=roles, resource=self.resource)
 
 
 def _caller(sources: Sources, source: str | None) -> Environment:
@@ -215,34 +205,30 @@ def build_server(
     target: Environment | Sources,
     *,
     name: str = "sophrosyne",
-    http_url: str | None = None,
     require_token: bool = False,
     allow_python: bool = False,
     calls: Calls | None = None,
     notices: Notices | None = None,
+    watch: SourceWatch | None = None,
 ) -> MCPServer:
     """An MCP server exposing the tools over one or several sources; with `require_token`, HTTP callers need a
     bearer token that a source's policy lists; with `allow_python`, also `run_python` (a sandboxed program
-    whose `sql()` runs as the caller's role)."""
+    whose `sql()` runs as the caller's role). `watch` follows the sources' first readings for /health (the
+    serving code starts it)."""
     sources = target if isinstance(target, Sources) else Sources.single(target)
-    auth: dict[str, Any] = {}
+    server = SophrosyneMCP(name=name, instructions=INSTRUCTIONS, version=__version__)
     if require_token:
         if not any(env.policy is not None and env.policy.token_hashes for env in sources.environments.values()):
             raise AccessDenied(
                 "HTTP with tokens needs a policy file with a [tokens] table.",
                 hint="Add sha256 token hashes to the policy (see examples/policy.toml).",
             )
-        url = http_url or "http://127.0.0.1:8000"
-        auth = {
-            "token_verifier": PolicyTokens(sources, f"{url}/mcp"),
-            "auth": AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp", validate_token_resource=True),
-        }
-    server = SophrosyneMCP(name=name, instructions=INSTRUCTIONS, version=__version__, **auth)
+        server.tokens = PolicyTokens(sources)
     settings = sources.settings
     audit = AuditLog(settings.audit_log) if settings.audit_log else None
     calls = calls or Calls()
     mapped = _mapped(sources, audit, calls)
-    add_health(server, lambda: health_of(sources, calls))
+    add_health(server, sources, calls, watch or SourceWatch(sources), require_token)
     tool = server.tool(annotations=READ_ONLY, structured_output=False)
 
     @tool

@@ -12,6 +12,8 @@ from starlette.applications import Starlette
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
 from sophrosyne.handshake import EarlyStdio
+from sophrosyne.health import SourceWatch
+from sophrosyne.http_connections import ACCEPT_BACKLOG, ConnectionLimits, GuardedH11Protocol, raise_descriptor_limit
 from sophrosyne.lifecycle import Calls, keep_streams_on_exit, warn_if_exposed
 from sophrosyne.mcp_server import build_server
 from sophrosyne.settings import Settings
@@ -38,14 +40,15 @@ def serve(
     sources = target if isinstance(target, Sources) else Sources.single(target)
     require_token = http and any(env.policy is not None for env in sources.environments.values())
     calls = Calls()
-    server = build_server(
-        sources, http_url=f"http://{host}:{port}", require_token=require_token, calls=calls, allow_python=allow_python
-    )
+    watch = SourceWatch(sources)
+    watch.start()  # a source that cannot be read is said on stderr now, and /health reports it
+    server = build_server(sources, require_token=require_token, calls=calls, allow_python=allow_python, watch=watch)
     drain_s = sources.settings.timeout_s + 1
     if http:
         for env in sources.environments.values():
             warn_if_exposed(host, env)
         app = http_asgi(server, host)
+        GuardedH11Protocol.configure(ConnectionLimits.of(sources.settings))
         anyio.run(serve_http, app, calls, host, port, drain_s, log_level)
     else:
         anyio.run(serve_stdio, server, calls, drain_s, early)
@@ -93,6 +96,7 @@ def serve_workers(spec: ServeSpec, workers: int) -> None:
     import uvicorn
 
     os.environ[SPEC_VARIABLE] = spec.model_dump_json()
+    raise_descriptor_limit()  # the workers inherit it
     uvicorn.run(
         "sophrosyne.serving:http_app",
         factory=True,
@@ -101,6 +105,8 @@ def serve_workers(spec: ServeSpec, workers: int) -> None:
         workers=workers,
         log_level="info",
         timeout_graceful_shutdown=int(spec.drain_s) + 1,
+        http=GuardedH11Protocol,  # each worker sets its limits as it builds its app (http_app)
+        backlog=ACCEPT_BACKLOG,
     )
 
 
@@ -111,9 +117,11 @@ def http_app() -> Starlette:
     for env in sources.environments.values():
         # Read the schema and build the directive index in the background: the worker answers at once.
         env.warm()
-    url = f"http://{spec.host}:{spec.port}"
+    watch = SourceWatch(sources)
+    watch.start()
     require_token = any(env.policy is not None for env in sources.environments.values())
-    server = build_server(sources, http_url=url, require_token=require_token, allow_python=spec.allow_python)
+    server = build_server(sources, require_token=require_token, allow_python=spec.allow_python, watch=watch)
+    GuardedH11Protocol.configure(ConnectionLimits.of(sources.settings))
     return http_asgi(server, spec.host)
 
 

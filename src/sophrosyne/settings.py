@@ -166,6 +166,21 @@ class Settings(BaseModel):
     python_output_chars: int = Field(
         4000, ge=100, le=1_000_000, description="Most characters of a Python program's printed output kept."
     )
+    # -- serving over HTTP ------------------------------------------------------------------------------
+    http_request_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds an HTTP client has to send a whole request (headers and body), from connecting or "
+        "from its previous answer; a slower connection is closed.",
+    )
+    http_connections_per_client: int = Field(
+        128,
+        ge=1,
+        le=1_000_000,
+        description="Most HTTP connections one client address may hold open (per worker); beyond, a connection "
+        "is answered 429 and closed. Behind a reverse proxy every client has the proxy's address: raise it there.",
+    )
     directives: DirectivesMode = Field("directives", description="Directive mode: none, directives or oracle.")
     cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
     audit_log: Path | None = Field(None, description="JSONL file that receives one record per tool call.")
