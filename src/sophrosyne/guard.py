@@ -26,6 +26,10 @@ _HINT_FUNCTION = (
     "Use ordinary SQL functions on this database's tables; "
     "file, network, admin and side-effecting functions are blocked."
 )
+_HINT_UNLISTED = (
+    "Use standard SQL (CASE, CAST, arithmetic) and the built-in functions of this database; the functions "
+    "allowed by name are listed per engine in sophrosyne/sql_functions.py (ANONYMOUS_ALLOWED)."
+)
 _HINT_TABLE = "Query the database's own tables; list_tables and describe_table show what exists."
 
 # Allow-list, so that any syntax sqlglot learns later is refused until someone looks at it.
@@ -197,6 +201,14 @@ def _check_node(node: exp.Expr, engine: Engine) -> None:
         raise RejectedSQL(f"`{_label(node)}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     if isinstance(node, exp.Func):
         _check_function(node, engine)
+    elif isinstance(node, exp.Dot):
+        _check_dot(node, engine)
+    elif isinstance(node, exp.Operator):
+        raise RejectedSQL(
+            f"`{_shown(node.sql(dialect=engine.name))}` is not allowed: OPERATOR(...) names an operator by its "
+            "schema, and an operator runs a function.",
+            hint="Write the operator itself (=, +, ||, ...).",
+        )
     elif isinstance(node, exp.Table):
         _check_table(node, engine)
     elif isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
@@ -209,9 +221,33 @@ def _check_node(node: exp.Expr, engine: Engine) -> None:
 
 
 def _check_function(node: exp.Func, engine: Engine) -> None:
-    refused = sql_functions.never(node, engine.name)
+    refused = sql_functions.refusal(node, engine.name)
     if refused:
-        raise RejectedSQL(f"`{refused[0]}()` is not allowed: {refused[1]}.", hint=_HINT_FUNCTION)
+        name, why = refused
+        unlisted = why == sql_functions.UNLISTED
+        raise RejectedSQL(
+            f"`{_shown(name)}()` is not allowed: {why} ({engine.name}).",
+            hint=_HINT_UNLISTED if unlisted else _HINT_FUNCTION,
+        )
+    if isinstance(node.parent, exp.Dot) and node.arg_key == "expression":
+        # `pg_catalog.pg_sleep(1)`, `public.lower(x)`: a qualified name reaches any schema's functions.
+        raise RejectedSQL(
+            f"`{_shown(node.parent.sql(dialect=engine.name))}` is not allowed: a function is called by its "
+            "plain name here, without a schema or database.",
+            hint="Call the function by its plain name, e.g. lower(x).",
+        )
+
+
+def _check_dot(node: exp.Dot, engine: Engine) -> None:
+    # PostgreSQL reads `(expression).name` as the call name(expression): `('x'::text).current_setting`.
+    if not isinstance(node.this, exp.Identifier | exp.Column | exp.Dot) and not isinstance(node.expression, exp.Func):
+        for function in node.this.find_all(exp.Func):
+            _check_function(function, engine)  # a refused function inside gets its own reason
+        raise RejectedSQL(
+            f"`{_shown(node.sql(dialect=engine.name))}` is not allowed: a field of an expression in parentheses "
+            "can call a function on PostgreSQL.",
+            hint="Select the column by its table or alias (`t.col`), not from a parenthesized expression.",
+        )
 
 
 def _check_table(table: exp.Table, engine: Engine) -> None:
@@ -237,7 +273,9 @@ def _check_table(table: exp.Table, engine: Engine) -> None:
 
 
 def _check_table_function(function: exp.Func, engine: Engine) -> None:
-    _check_function(function, engine)
+    refused = sql_functions.never(function, engine.name)
+    if refused:
+        raise RejectedSQL(f"`{refused[0]}()` is not allowed: {refused[1]} ({engine.name}).", hint=_HINT_FUNCTION)
     # The guard does not know the role: the policy refuses what a restricted role may not call.
     if not sql_functions.table_function_allowed(function, restricted=False):
         allowed = ", ".join(sql_functions.table_function_names(restricted=False))
