@@ -13,7 +13,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token
 
-from sophrosyne import engines, sql_functions
+from sophrosyne import engines, shape, sql_functions
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 from sophrosyne.results import shorten
@@ -84,18 +84,20 @@ class _QuietWhileGuarding(logging.Filter):
 logging.getLogger("sqlglot").addFilter(_QuietWhileGuarding())
 
 
-def check_sql(sql: str, dialect: str) -> exp.Expression:
-    """Return the parsed statement if `sql` is exactly one read-only query, else raise.
+def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -> exp.Expression:
+    """Return the parsed statement if `sql` is exactly one read-only query within the shape `limits` (the
+    settings' defaults when None), else raise.
 
     Raises `RejectedSQL` for anything that is not a single read-only query and `SQLSyntaxError`
     when the text does not parse.
     """
     engine = engines.for_dialect(dialect)
     parser = _dialect(engine.name)
+    limits = limits or shape.ShapeLimits.defaults()
     if "\x00" in sql:
         # Engines disagree on where a NUL ends the text (MySQL ends a comment there), so refuse it.
         raise RejectedSQL("The SQL contains a NUL character.", hint="Remove the NUL (\\x00) character.")
-    tokens, statements = _parse(sql, parser)
+    tokens, statements = _parse(sql, parser, limits)
     _check_comments(tokens)
     # sqlglot yields None for an empty statement (`;;`) and Semicolon for a comment after the last `;`.
     present = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
@@ -111,6 +113,7 @@ def check_sql(sql: str, dialect: str) -> exp.Expression:
         first_word = next(token.text for token in tokens if token.text != ";")
         label = _label(root) if type(root) in _LABELS or isinstance(root, exp.Command) else first_word
         raise RejectedSQL(f"`{_shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
+    shape.check_tree(root, limits)
     for node in root.walk():
         _check_node(node, engine)
     return root
@@ -124,10 +127,11 @@ def _dialect(name: str) -> Dialect:
         raise ConfigError(f"Unknown SQL dialect `{name}`.", hint="Use sqlite, duckdb, postgres or mysql.") from error
 
 
-def _parse(sql: str, engine: Dialect) -> tuple[list[Token], list[exp.Expr | None]]:
+def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[Token], list[exp.Expr | None]]:
     token = _parsing.set(True)
     try:
         tokens = engine.tokenize(sql)
+        shape.check_tokens(tokens, limits)
         return tokens, engine.parser().parse(tokens, sql)
     except ParseError as error:
         raise _syntax_error(error) from None
@@ -136,7 +140,8 @@ def _parse(sql: str, engine: Dialect) -> tuple[list[Token], list[exp.Expr | None
     except SqlglotError as error:
         raise SQLSyntaxError(f"The SQL could not be parsed: {error}", hint=_HINT_QUERY) from None
     except RecursionError:
-        raise RejectedSQL("The query is nested too deeply to be checked.", hint=_HINT_QUERY) from None
+        # Nesting the token count does not see (NOT NOT ..., - - ...) still overflows the recursive parser.
+        raise shape.too_deep(limits) from None
     finally:
         _parsing.reset(token)
 
