@@ -25,7 +25,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from sophrosyne.errors import RejectedSQL
 from sophrosyne.settings import ENV_PREFIX, Settings
 
-__all__ = ["ShapeLimits", "check_tokens", "check_tree", "too_deep"]
+__all__ = ["ShapeLimits", "check_tokens", "check_tree", "too_deep", "too_many_ctes"]
 
 # Expressions whose `expression` argument is a pattern the engine compiles and matches.
 _PATTERNS = (
@@ -69,16 +69,40 @@ class ShapeLimits:
 
 
 def check_tokens(tokens: list[Token], limits: ShapeLimits) -> None:
-    """Refuse nesting (parentheses, CASE ... END) past the depth limit before the recursive parser meets it."""
-    level = deepest = 0
-    for token in tokens:
-        if token.token_type in _OPEN:
+    """Refuse nesting (parentheses, CASE ... END) past the depth limit before the recursive parser meets it,
+    and CTEs past their limit before a long statement is parsed (`name AS (` or `AS [NOT] MATERIALIZED (`
+    opens a CTE and nothing else that may run here)."""
+    level = deepest = ctes = 0
+    for i, token in enumerate(tokens):
+        kind = token.token_type
+        if kind in _OPEN:
             level += 1
             deepest = max(deepest, level)
-        elif token.token_type in _CLOSE:
+            if kind is TokenType.L_PAREN and _opens_cte(tokens, i):
+                ctes += 1
+        elif kind in _CLOSE:
             level -= 1
     if deepest > limits.depth:
         raise too_deep(limits, f"{deepest:,} levels deep")
+    if ctes > limits.ctes:
+        raise too_many_ctes(limits, ctes)
+
+
+def _opens_cte(tokens: list[Token], i: int) -> bool:
+    before = tokens[max(0, i - 3) : i]
+    if before and before[-1].token_type is TokenType.ALIAS:
+        return True
+    materialized = bool(before) and before[-1].text.upper() == "MATERIALIZED"
+    return materialized and any(t.token_type is TokenType.ALIAS for t in before[:-1])
+
+
+def too_many_ctes(limits: ShapeLimits, found: int | None = None) -> RejectedSQL:
+    return _over(
+        f"The query defines {f'{found:,}' if found else f'more than {limits.ctes:,}'} CTEs",
+        limits.ctes,
+        "ctes",
+        "Merge steps into fewer CTEs, or run the work as several queries.",
+    )
 
 
 def too_deep(limits: ShapeLimits, found: str = "too deeply to be read") -> RejectedSQL:
@@ -93,29 +117,33 @@ def too_deep(limits: ShapeLimits, found: str = "too deeply to be read") -> Rejec
 
 def check_tree(tree: exp.Expr, limits: ShapeLimits) -> None:
     """Refuse a parsed statement whose shape passes a limit; iterative, whatever the depth of the tree."""
-    stack: list[tuple[exp.Expr, int]] = [(tree, 1)]
+    stack: list[tuple[exp.Expr, int, int]] = [(tree, 1, 0)]
     ctes: list[exp.CTE] = []
+    size = _Size()
     while stack:
-        node, depth = stack.pop()
+        node, depth, queries = stack.pop()
         if depth > limits.depth:
             raise too_deep(limits, f"more than {limits.depth:,} levels deep")
-        if isinstance(node, exp.CTE):
+        if isinstance(node, exp.Literal):
+            if node.is_string and len(node.this) > limits.literal_chars:
+                raise _over(
+                    f"A string literal is {len(node.this):,} characters long",
+                    limits.literal_chars,
+                    "literal_chars",
+                    "Use a shorter literal: match a distinctive part of the text with LIKE.",
+                )
+        elif isinstance(node, exp.Select):
+            queries += 1
+            size.query_depth = max(size.query_depth, queries)
+        elif isinstance(node, exp.From | exp.Join):
+            size.tables += 1
+        elif isinstance(node, exp.SetOperation):
+            size.set_operations += 1
+        elif isinstance(node, exp.CTE):
             ctes.append(node)
             if len(ctes) > limits.ctes:
-                raise _over(
-                    f"The query defines more than {limits.ctes:,} CTEs",
-                    limits.ctes,
-                    "ctes",
-                    "Merge steps into fewer CTEs, or run the work as several queries.",
-                )
-        elif isinstance(node, exp.Literal) and node.is_string and len(node.this) > limits.literal_chars:
-            raise _over(
-                f"A string literal is {len(node.this):,} characters long",
-                limits.literal_chars,
-                "literal_chars",
-                "Use a shorter literal: match a distinctive part of the text with LIKE.",
-            )
-        if isinstance(node, _PATTERNS):
+                raise too_many_ctes(limits)
+        elif isinstance(node, _PATTERNS):
             pattern = node.args.get("expression")
             if isinstance(pattern, exp.Literal) and len(pattern.name) > limits.pattern_chars:
                 raise _over(
@@ -124,8 +152,13 @@ def check_tree(tree: exp.Expr, limits: ShapeLimits) -> None:
                     "pattern_chars",
                     "Use a shorter pattern.",
                 )
-        stack.extend((child, depth + 1) for child in node.iter_expressions())
-    _Expansion(ctes, limits).check(tree)
+        for child in node.iter_expressions():
+            stack.append((child, depth + 1, queries))
+    expansion = _Expansion(ctes, limits)
+    if ctes:
+        expansion.check(tree)  # CTE references count as their bodies
+    else:
+        expansion._judge(size)
 
 
 @dataclass
