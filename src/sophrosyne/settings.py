@@ -68,7 +68,11 @@ class Settings(BaseModel):
         10_000, ge=100, le=1_000_000, description="Longest string literal in a statement, characters."
     )
     sql_max_pattern_chars: int = Field(
-        1_000, ge=10, le=100_000, description="Longest LIKE, SIMILAR TO or regular expression pattern, characters."
+        4_000,
+        ge=10,
+        le=100_000,
+        description="Longest LIKE, SIMILAR TO or regular expression pattern, characters (a search term of 1,000, "
+        "escaped, makes at most 2,002).",
     )
     token_budget: int = Field(
         4000, ge=200, le=200_000, description="Most tokens a single tool response may hold before it is cut."
