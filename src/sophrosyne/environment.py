@@ -47,6 +47,7 @@ from sophrosyne.results import (
     shorten,
 )
 from sophrosyne.settings import Settings
+from sophrosyne.shape import ShapeLimits
 
 if TYPE_CHECKING:
     from sophrosyne.moderation import Moderator
@@ -447,7 +448,7 @@ class Environment:
                 f"the statement is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are read.",
                 hint="Write a shorter statement: filter with a subquery or a join rather than a long literal list.",
             )
-        expression = guard.check_sql(sql, self.dialect)
+        expression = guard.check_sql(sql, self.dialect, ShapeLimits.from_settings(self.settings))
         # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
         rewritten = (
             expression if self.role.unrestricted else self.role.rewrite(expression, self.full_catalog, self.dialect)

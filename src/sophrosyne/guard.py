@@ -13,7 +13,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token
 
-from sophrosyne import engines, sql_functions
+from sophrosyne import engines, shape, sql_functions
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 from sophrosyne.results import shorten
@@ -25,6 +25,10 @@ _HINT_QUERY = "Send exactly one SELECT (optionally with WITH, UNION, INTERSECT o
 _HINT_FUNCTION = (
     "Use ordinary SQL functions on this database's tables; "
     "file, network, admin and side-effecting functions are blocked."
+)
+_HINT_UNLISTED = (
+    "Use standard SQL (CASE, CAST, arithmetic) and the built-in functions of this database; the functions "
+    "allowed by name are listed per engine in sophrosyne/sql_functions.py (ANONYMOUS_ALLOWED)."
 )
 _HINT_TABLE = "Query the database's own tables; list_tables and describe_table show what exists."
 
@@ -80,18 +84,20 @@ class _QuietWhileGuarding(logging.Filter):
 logging.getLogger("sqlglot").addFilter(_QuietWhileGuarding())
 
 
-def check_sql(sql: str, dialect: str) -> exp.Expression:
-    """Return the parsed statement if `sql` is exactly one read-only query, else raise.
+def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -> exp.Expression:
+    """Return the parsed statement if `sql` is exactly one read-only query within the shape `limits` (the
+    settings' defaults when None), else raise.
 
     Raises `RejectedSQL` for anything that is not a single read-only query and `SQLSyntaxError`
     when the text does not parse.
     """
     engine = engines.for_dialect(dialect)
     parser = _dialect(engine.name)
+    limits = limits or shape.ShapeLimits.defaults()
     if "\x00" in sql:
         # Engines disagree on where a NUL ends the text (MySQL ends a comment there), so refuse it.
         raise RejectedSQL("The SQL contains a NUL character.", hint="Remove the NUL (\\x00) character.")
-    tokens, statements = _parse(sql, parser)
+    tokens, statements = _parse(sql, parser, limits)
     _check_comments(tokens)
     # sqlglot yields None for an empty statement (`;;`) and Semicolon for a comment after the last `;`.
     present = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
@@ -107,6 +113,7 @@ def check_sql(sql: str, dialect: str) -> exp.Expression:
         first_word = next(token.text for token in tokens if token.text != ";")
         label = _label(root) if type(root) in _LABELS or isinstance(root, exp.Command) else first_word
         raise RejectedSQL(f"`{_shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
+    shape.check_tree(root, limits)
     for node in root.walk():
         _check_node(node, engine)
     return root
@@ -120,10 +127,11 @@ def _dialect(name: str) -> Dialect:
         raise ConfigError(f"Unknown SQL dialect `{name}`.", hint="Use sqlite, duckdb, postgres or mysql.") from error
 
 
-def _parse(sql: str, engine: Dialect) -> tuple[list[Token], list[exp.Expr | None]]:
+def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[Token], list[exp.Expr | None]]:
     token = _parsing.set(True)
     try:
         tokens = engine.tokenize(sql)
+        shape.check_tokens(tokens, limits)
         return tokens, engine.parser().parse(tokens, sql)
     except ParseError as error:
         raise _syntax_error(error) from None
@@ -132,7 +140,8 @@ def _parse(sql: str, engine: Dialect) -> tuple[list[Token], list[exp.Expr | None
     except SqlglotError as error:
         raise SQLSyntaxError(f"The SQL could not be parsed: {error}", hint=_HINT_QUERY) from None
     except RecursionError:
-        raise RejectedSQL("The query is nested too deeply to be checked.", hint=_HINT_QUERY) from None
+        # Nesting the token count does not see (NOT NOT ..., - - ...) still overflows the recursive parser.
+        raise shape.too_deep(limits) from None
     finally:
         _parsing.reset(token)
 
@@ -197,6 +206,14 @@ def _check_node(node: exp.Expr, engine: Engine) -> None:
         raise RejectedSQL(f"`{_label(node)}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     if isinstance(node, exp.Func):
         _check_function(node, engine)
+    elif isinstance(node, exp.Dot):
+        _check_dot(node, engine)
+    elif isinstance(node, exp.Operator):
+        raise RejectedSQL(
+            f"`{_shown(node.sql(dialect=engine.name))}` is not allowed: OPERATOR(...) names an operator by its "
+            "schema, and an operator runs a function.",
+            hint="Write the operator itself (=, +, ||, ...).",
+        )
     elif isinstance(node, exp.Table):
         _check_table(node, engine)
     elif isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
@@ -209,9 +226,33 @@ def _check_node(node: exp.Expr, engine: Engine) -> None:
 
 
 def _check_function(node: exp.Func, engine: Engine) -> None:
-    refused = sql_functions.never(node, engine.name)
+    refused = sql_functions.refusal(node, engine.name)
     if refused:
-        raise RejectedSQL(f"`{refused[0]}()` is not allowed: {refused[1]}.", hint=_HINT_FUNCTION)
+        name, why = refused
+        unlisted = why == sql_functions.UNLISTED
+        raise RejectedSQL(
+            f"`{_shown(name)}()` is not allowed: {why} ({engine.name}).",
+            hint=_HINT_UNLISTED if unlisted else _HINT_FUNCTION,
+        )
+    if isinstance(node.parent, exp.Dot) and node.arg_key == "expression":
+        # `pg_catalog.pg_sleep(1)`, `public.lower(x)`: a qualified name reaches any schema's functions.
+        raise RejectedSQL(
+            f"`{_shown(node.parent.sql(dialect=engine.name))}` is not allowed: a function is called by its "
+            "plain name here, without a schema or database.",
+            hint="Call the function by its plain name, e.g. lower(x).",
+        )
+
+
+def _check_dot(node: exp.Dot, engine: Engine) -> None:
+    # PostgreSQL reads `(expression).name` as the call name(expression): `('x'::text).current_setting`.
+    if not isinstance(node.this, exp.Identifier | exp.Column | exp.Dot) and not isinstance(node.expression, exp.Func):
+        for function in node.this.find_all(exp.Func):
+            _check_function(function, engine)  # a refused function inside gets its own reason
+        raise RejectedSQL(
+            f"`{_shown(node.sql(dialect=engine.name))}` is not allowed: a field of an expression in parentheses "
+            "can call a function on PostgreSQL.",
+            hint="Select the column by its table or alias (`t.col`), not from a parenthesized expression.",
+        )
 
 
 def _check_table(table: exp.Table, engine: Engine) -> None:
@@ -237,7 +278,9 @@ def _check_table(table: exp.Table, engine: Engine) -> None:
 
 
 def _check_table_function(function: exp.Func, engine: Engine) -> None:
-    _check_function(function, engine)
+    refused = sql_functions.never(function, engine.name)
+    if refused:
+        raise RejectedSQL(f"`{refused[0]}()` is not allowed: {refused[1]} ({engine.name}).", hint=_HINT_FUNCTION)
     # The guard does not know the role: the policy refuses what a restricted role may not call.
     if not sql_functions.table_function_allowed(function, restricted=False):
         allowed = ", ".join(sql_functions.table_function_names(restricted=False))

@@ -48,6 +48,33 @@ class Settings(BaseModel):
         le=3600,
         description="execute_sql taking at least this many seconds comes back with performance hints.",
     )
+    # -- the shape of a statement (sophrosyne/shape.py): bounded before the engine plans it ---------------------
+    sql_max_depth: int = Field(
+        100, ge=10, le=200, description="Deepest nesting of a statement's expressions and parentheses."
+    )
+    sql_max_ctes: int = Field(32, ge=1, le=200, description="Most CTEs a statement may define.")
+    sql_max_tables: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Most tables and subqueries in FROM and JOIN, each CTE counted as often as it is read.",
+    )
+    sql_max_query_depth: int = Field(
+        32, ge=2, le=100, description="Deepest nesting of queries in a statement, a CTE read counting as its query."
+    )
+    sql_max_set_operations: int = Field(
+        64, ge=1, le=1000, description="Most UNION, INTERSECT and EXCEPT operations in a statement."
+    )
+    sql_max_literal_chars: int = Field(
+        10_000, ge=100, le=1_000_000, description="Longest string literal in a statement, characters."
+    )
+    sql_max_pattern_chars: int = Field(
+        4_000,
+        ge=10,
+        le=100_000,
+        description="Longest LIKE, SIMILAR TO or regular expression pattern, characters (a search term of 1,000, "
+        "escaped, makes at most 2,002).",
+    )
     token_budget: int = Field(
         4000, ge=200, le=200_000, description="Most tokens a single tool response may hold before it is cut."
     )

@@ -1,12 +1,14 @@
-"""Which SQL functions a query may call: one rule set in three tiers, used by the guard and by the policy.
+"""Which SQL functions a query may call: an allow-list per engine, used by the guard and by the policy.
 
-1. Never, for any role (the guard): functions that touch files, the network or server state, run SQL given
-   as text, or stall the server. Listed per engine, as case-insensitive globs on the bare function name.
-2. Never for a restricted role (the policy): functions that read the catalog or a table named by a string,
-   which would show a role what its rules hide; and any function sqlglot does not know (it may be a
-   user-defined function running with the service account's rights) unless listed as allowed below.
-3. Allowed: every other function. In FROM, only the table functions listed here, which turn values into
-   rows: engines hide file readers, catalog dumps and remote scans behind table functions.
+1. Allowed, for every role (the guard): a function sqlglot models as a typed class (exp.Lower, exp.DateAdd,
+   ...) is judged by its class, which compiles to a known built-in on each engine; every class that could
+   touch files or server state is refused (NEVER_TYPES). A function sqlglot does not model (exp.Anonymous)
+   runs only if it is on its engine's list below: a deny-list always misses one (`ts_rewrite` runs SQL
+   text on PostgreSQL). The deny-lists (NEVER) remain, to say why a known dangerous function is refused.
+2. Never for a restricted role (the policy): functions that read the catalog, the server's identity or a
+   table named by a string, which would show a role what its rules hide.
+3. In FROM, only the table functions listed here, which turn values into rows: engines hide file readers,
+   catalog dumps and remote scans behind table functions.
 
 Apart from the tiers, `leakproof` says which expressions may run on a row a role's filter drops (see
 policy/fence.py): those that cannot raise an error or have a side effect, whatever the row holds.
@@ -19,6 +21,7 @@ from fnmatch import translate
 from functools import lru_cache
 
 from sqlglot import exp
+from sqlglot.expressions.datatypes import DType
 
 _FILES = "it reads or writes files on the database server"
 _REMOTE = "it reaches other databases or the network"
@@ -29,6 +32,8 @@ _STATE = "it changes state (sequences, variables)"
 _DYNAMIC = "it runs SQL given as a string, which bypasses this check"
 _CATALOG = "it reads the database's catalog"
 _BY_NAME = "it reads a table named by a string"
+_BY_NAME_FUNCTION = "it calls a function named by a string, which bypasses this check"
+_IDENTITY = "it tells the server's version, user, database or schema"
 
 # Tier 1, per sqlglot dialect.
 NEVER: dict[str, dict[str, str]] = {
@@ -50,13 +55,13 @@ NEVER: dict[str, dict[str, str]] = {
         "pg_wal_replay_*": _ADMIN, "pg_log_backend_memory_contexts": _ADMIN, "pg_notify": _ADMIN,
         "pg_import_system_collations": _ADMIN, "pg_config": _ADMIN,
         "nextval": _STATE, "setval": _STATE, "txid_current*": _STATE, "pg_current_xact_id*": _STATE,
-        "*_to_xml*": _DYNAMIC, "ts_stat": _DYNAMIC,
+        "*_to_xml*": _DYNAMIC, "ts_stat": _DYNAMIC, "ts_rewrite": _DYNAMIC,
     },
     "mysql": {
         "load_file": _FILES,
         "sleep": _STALL, "benchmark": _STALL, "get_lock": _STALL, "release_lock": _STALL,
         "release_all_locks": _STALL, "is_free_lock": _STALL, "is_used_lock": _STALL,
-        "service_*_lock*": _STALL, "master_pos_wait": _STALL, "source_pos_wait": _STALL, "wait_*": _STALL,
+        "service_*_lock*": _STALL, "master_*wait": _STALL, "source_pos_wait": _STALL, "wait_*": _STALL,
         "sys_*": _CODE, "group_replication_*": _ADMIN, "asynchronous_connection_failover_*": _ADMIN,
         "audit_log_*": _ADMIN, "keyring_*": _ADMIN, "version_tokens_*": _ADMIN, "*firewall*": _ADMIN,
         "nextval": _STATE, "setval": _STATE, "lastval": _STATE, "last_insert_id": _STATE,
@@ -69,14 +74,26 @@ NEVER: dict[str, dict[str, str]] = {
         "getenv": _ADMIN, "current_setting": _ADMIN, "duckdb_secrets": _ADMIN, "which_secret": _ADMIN,
         "query": _DYNAMIC, "query_table": _DYNAMIC, "json_execute_serialized_sql": _DYNAMIC,
         "nextval": _STATE, "setval": _STATE, "set_variable": _STATE,
+        "pg_sleep*": _STALL, "sleep*": _STALL,
+        "list_aggr*": _BY_NAME_FUNCTION, "array_aggr*": _BY_NAME_FUNCTION, "aggregate": _BY_NAME_FUNCTION,
     },
 }  # fmt: skip
 # Another sqlglot dialect gets every list: refusing too much is better than too little.
 _NEVER_ANY = {pattern: why for rules in NEVER.values() for pattern, why in rules.items()}
+# Typed classes refused to every role (each other class compiles to a built-in that computes a value: see
+# tests/security/test_sec_functions.py, which compiles every class for every engine and checks the names).
 NEVER_TYPES: dict[type[exp.Func], str] = {
     exp.ReadCSV: _FILES, exp.ReadParquet: _FILES, exp.ToFile: _FILES, exp.NextValueFor: _STATE,
     exp.Secret: _ADMIN,
 }  # fmt: skip
+# Typed classes refused to a restricted role: they answer what the catalog or the session holds.
+RESTRICTED_TYPES: tuple[type[exp.Func], ...] = (
+    exp.CurrentVersion, exp.CurrentSchema, exp.CurrentSchemas, exp.CurrentDatabase, exp.CurrentCatalog,
+    exp.CurrentUser, exp.SessionUser, exp.CurrentRole, exp.CurrentUserId, exp.CurrentAccount,
+    exp.CurrentAccountName, exp.CurrentAvailableRoles, exp.CurrentSecondaryRoles, exp.CurrentRoleType,
+    exp.CurrentClient, exp.CurrentIpAddress, exp.CurrentOrganizationName, exp.CurrentOrganizationUser,
+    exp.CurrentRegion, exp.CurrentSession, exp.CurrentStatement, exp.CurrentTransaction, exp.CurrentWarehouse,
+)  # fmt: skip
 
 # Tier 2, on every engine.
 RESTRICTED_NEVER: dict[str, str] = {
@@ -93,42 +110,98 @@ RESTRICTED_NEVER: dict[str, str] = {
     "getvariable": _STATE,
 }  # fmt: skip
 
-# Tier 3: functions sqlglot does not model (parsed as Anonymous) that a restricted role may still call.
-ANONYMOUS_ALLOWED = frozenset(
-    re.findall(
-        r"\w+",
-        """printf format julianday strftime unixepoch date_part datepart age make_date make_time make_timestamp
-        total quote regexp_matches regexp_split_to_array json_array_length json_each json_tree jsonb_each
-        jsonb_array_elements json_array_elements jsonb_each_text json_each_text range list_value epoch dateadd
-        every string_split octet_length char_length character_length bit_length ifnull iif instr likely
-        unlikely soundex unicode char hex unhex zeroblob randomblob typeof trunc truncate to_number to_char
-        justify_days justify_hours date_bin isfinite width_bucket div gcd lcm factorial log10 log2 cbrt
-        degrees radians pi sin cos tan asin acos atan atan2 cot sinh cosh tanh strpos btrim initcap
-        split_part string_to_array array_to_string array_length cardinality list_aggregate list_sort
-        list_distinct array_position regexp_extract regexp_full_match regexp_count str_to_date date_format
-        from_unixtime unix_timestamp dayname monthname dayofmonth dayofweek dayofyear weekofyear yearweek
-        last_day timestampdiff median quantile quantile_cont quantile_disc percentile_cont percentile_disc
-        mode bool_and bool_or bit_and bit_or bit_xor arg_max arg_min max_by min_by first last any_value
-        adddate addtime array_dims array_lower array_ndims array_replace array_to_json array_upper bin
-        bit_count clock_timestamp conv curdate curtime damerau_levenshtein date_sub datetime difference
-        editdist3 entropy epoch_ms even export_set field find_in_set format_string from_days from_hex
-        hamming hash histogram ilike_escape jaccard jaro_winkler_similarity json_agg json_array
-        json_array_elements_text json_arrayagg json_build_array json_build_object json_contains json_depth
-        json_extract_path json_extract_string json_group_array json_group_object json_insert json_length
-        json_merge_patch json_object_agg json_object_keys json_patch json_pretty json_query json_quote
-        json_replace json_search json_serialize json_structure json_transform json_typeof json_unquote
-        json_valid json_value jsonb_agg jsonb_array_elements_text jsonb_build_array jsonb_build_object
-        jsonb_extract_path jsonb_extract_path_text jsonb_insert jsonb_object_agg jsonb_object_keys
-        jsonb_path_exists jsonb_path_query jsonb_pretty jsonb_set jsonb_typeof like_escape list_avg
-        list_concat list_contains list_count list_extract list_filter list_max list_min list_reduce
-        list_slice list_sum list_transform list_unique listagg make_set makedate maketime metaphone mid
-        nchar nextafter now oct period_add period_diff product quote_ident quote_literal quote_nullable
-        regexp_split_to_table row_to_json sec_to_time sha256 similarity statement_timestamp strcmp strptime
-        subdate subtime sysdate time time_bucket time_to_sec timeofday timestampadd to_date to_json to_jsonb
-        to_timestamp today transaction_timestamp weekday word_similarity json jsonb json_remove json_set
-        json_type json_error_position json_strip_nulls jsonb_strip_nulls""",
-    )
-)
+# Tier 1, the allow-list: functions sqlglot does not model (parsed as Anonymous) that may run, per engine,
+# by what they do. Each name is a built-in of that engine (checked on the real engines) that computes a value
+# from its arguments: no files, no server state, no SQL text, no function or table named by a string.
+_DATES = "it computes dates and times"
+_MATH = "it computes numbers"
+_TEXT = "it computes text"
+_JSON = "it builds or reads JSON values"
+_LISTS = "it builds or reads arrays and lists"
+_AGGREGATES = "it aggregates values"
+_HINTS = "it returns its argument (a planner hint)"
+_ROWS = "it turns values into rows (a table function)"
+
+
+def _listed(groups: dict[str, str]) -> dict[str, str]:
+    return {name: why for why, names in groups.items() for name in names.split()}
+
+
+ANONYMOUS_ALLOWED: dict[str, dict[str, str]] = {
+    "sqlite": _listed({
+        _DATES: "date datetime julianday strftime time unixepoch",
+        _TEXT: "printf quote randomblob zeroblob",
+        _JSON: "json json_array json_array_length json_insert json_patch json_quote json_replace json_valid",
+        _AGGREGATES: "total",
+        _HINTS: "likely unlikely",
+    }),
+    "duckdb": _listed({
+        _DATES: "age date_part datepart date_sub now transaction_timestamp weekday yearweek",
+        _MATH: "bin bit_count even gcd lcm nextafter isfinite",
+        _TEXT: "damerau_levenshtein hamming jaccard printf ilike_escape like_escape octet_length hash "
+        "regexp_split_to_array",
+        _JSON: "array_to_json json_array_length json_contains json_group_array json_group_object json_insert "
+        "json_merge_patch json_pretty json_quote json_replace json_structure json_transform json_valid "
+        "json_value row_to_json to_json",
+        _LISTS: "array_sort cardinality list_avg list_count list_extract list_reduce list_slice list_sort list_sum "
+        "list_unique",
+        _AGGREGATES: "entropy histogram product",
+        _ROWS: "generate_subscripts json_each json_tree regexp_split_to_table",
+    }),
+    "postgres": _listed({
+        _DATES: "age clock_timestamp isfinite make_date statement_timestamp timeofday transaction_timestamp",
+        _MATH: "bit_count gcd lcm",
+        _TEXT: "like_escape octet_length quote_ident quote_literal quote_nullable regexp_split_to_array",
+        _LISTS: "array_dims array_lower array_ndims array_replace array_upper cardinality",
+        _JSON: "array_to_json json_array_length json_build_array json_build_object json_typeof jsonb_agg "
+        "jsonb_build_array jsonb_build_object jsonb_extract_path jsonb_extract_path_text jsonb_insert "
+        "jsonb_path_exists jsonb_pretty jsonb_set jsonb_strip_nulls jsonb_typeof row_to_json to_json to_jsonb",
+        _AGGREGATES: "every",
+        _ROWS: "generate_subscripts json_array_elements json_array_elements_text json_each json_each_text "
+        "json_object_keys json_to_recordset jsonb_array_elements jsonb_array_elements_text jsonb_each "
+        "jsonb_each_text jsonb_object_keys jsonb_path_query jsonb_to_recordset regexp_matches "
+        "regexp_split_to_table string_to_table",
+    }),
+    "mysql": _listed({
+        _DATES: "adddate addtime from_days makedate now period_add period_diff sec_to_time subdate subtime "
+        "sysdate time_to_sec unix_timestamp weekday yearweek",
+        _TEXT: "bin conv export_set field find_in_set make_set mid oct octet_length quote strcmp",
+        _JSON: "json_array json_contains json_depth json_insert json_length json_merge_patch json_pretty "
+        "json_query json_quote json_replace json_search json_unquote json_valid",
+    }),
+}  # fmt: skip
+# A row filter checked before its engine is known may use any engine's (it is checked again when it runs).
+_ANONYMOUS_ANY = {name: why for names in ANONYMOUS_ALLOWED.values() for name, why in names.items()}
+UNLISTED = "it is not on this engine's list of allowed functions"
+
+# Types a restricted role may cast to, per engine: each compiles to a built-in scalar type there. Any other
+# name could be a table's row type on PostgreSQL (`CAST('(,,)' AS salaries)` names its columns, hidden ones
+# too), and some of sqlglot's own types compile to a name PostgreSQL does not have (`YEAR`, `UINT`), which a
+# table could hold. Containers (arrays, lists, structs, maps) are allowed: their element types are checked too.
+_T = DType
+_SCALARS = frozenset({
+    _T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT, _T.DECIMAL, _T.DOUBLE, _T.FLOAT, _T.BOOLEAN, _T.BIT,
+    _T.CHAR, _T.NCHAR, _T.VARCHAR, _T.NVARCHAR, _T.TEXT, _T.TINYTEXT, _T.MEDIUMTEXT, _T.LONGTEXT,
+    _T.BINARY, _T.VARBINARY, _T.BLOB, _T.DATE, _T.TIME, _T.TIMETZ, _T.TIMESTAMP, _T.TIMESTAMPTZ, _T.DATETIME,
+    _T.INTERVAL, _T.JSON, _T.JSONB, _T.UUID, _T.ARRAY,
+})  # fmt: skip
+CAST_TYPES: dict[str, frozenset[DType]] = {
+    "sqlite": _SCALARS,
+    "postgres": _SCALARS | {_T.MONEY, _T.INET},
+    "mysql": _SCALARS | {
+        _T.UTINYINT, _T.USMALLINT, _T.MEDIUMINT, _T.UMEDIUMINT, _T.UINT, _T.UBIGINT, _T.YEAR, _T.TINYBLOB,
+        _T.MEDIUMBLOB, _T.LONGBLOB,
+    },
+    "duckdb": _SCALARS | {
+        _T.UTINYINT, _T.USMALLINT, _T.UINT, _T.UBIGINT, _T.INT128, _T.UINT128, _T.LIST, _T.STRUCT, _T.MAP,
+    },
+}  # fmt: skip
+
+
+def cast_allowed(datatype: exp.DataType, dialect: str) -> bool:
+    """Whether a restricted role may name this type (in a cast, a column definition, ...) on `dialect`."""
+    return datatype.this in CAST_TYPES.get(dialect, _SCALARS)
+
 
 # Table functions, allowed in FROM for every role.
 TABLE_FUNCTIONS = frozenset(
@@ -205,7 +278,7 @@ def names(node: exp.Func) -> list[str]:
 
 
 def never(node: exp.Func, dialect: str) -> tuple[str, str] | None:
-    """The name that no role may call on `dialect` and why (tier 1), or None."""
+    """The name that no role may call on `dialect` and why (a deny-list or a refused class), or None."""
     called = names(node)
     for name in called:
         reason = _never_reason(dialect, name)
@@ -214,13 +287,27 @@ def never(node: exp.Func, dialect: str) -> tuple[str, str] | None:
     return next(((called[0], why) for kind, why in NEVER_TYPES.items() if isinstance(node, kind)), None)
 
 
+def refusal(node: exp.Func, dialect: str | None) -> tuple[str, str] | None:
+    """Why no role may call this function on `dialect` (None: any engine), as (name, reason), or None.
+
+    A known dangerous function gets its own reason; any other function sqlglot does not model runs only if
+    its engine lists it (a quoted name keeps its case: PostgreSQL reads `"Lower"` as another function)."""
+    refused = never(node, dialect or "")
+    if refused:
+        return refused
+    if not isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
+        return None
+    identifier = node.this
+    name = node.name if isinstance(identifier, exp.Identifier) and identifier.quoted else node.name.lower()
+    allowed = ANONYMOUS_ALLOWED.get(dialect, {}) if dialect else _ANONYMOUS_ANY
+    if name in allowed or name in TABLE_FUNCTIONS:
+        return None
+    return node.name, UNLISTED
+
+
 def refused_for_restricted(node: exp.Func) -> bool:
     """Whether a restricted role may not call this function (tier 2), whatever the dialect."""
-    called = names(node)
-    if any(_restricted_reason(name) for name in called):
-        return True
-    anonymous = isinstance(node, exp.Anonymous | exp.AnonymousAggFunc)
-    return anonymous and called[0] not in ANONYMOUS_ALLOWED and called[0] not in TABLE_FUNCTIONS
+    return isinstance(node, RESTRICTED_TYPES) or any(_restricted_reason(name) for name in names(node))
 
 
 def table_function_allowed(node: exp.Func, *, restricted: bool) -> bool:

@@ -1190,3 +1190,88 @@ SHOW TABLES
 -- dialect: duckdb
 -- expect: reject: `current_setting()` is not allowed
 SELECT current_setting('home_directory')
+
+-- case: pg_ts_rewrite_runs_sql_text
+-- dialect: postgres
+-- expect: reject: `ts_rewrite()` is not allowed: it runs SQL given as a string
+SELECT ts_rewrite('a'::tsquery, 'SELECT pg_sleep(10)::text::tsquery, ''b''::tsquery')
+
+-- case: pg_schema_qualified_sleep
+-- dialect: postgres
+-- expect: reject: `pg_sleep()` is not allowed: it sleeps or takes locks
+SELECT pg_catalog.pg_sleep(1)
+
+-- case: pg_quoted_sleep
+-- dialect: postgres
+-- expect: reject: `pg_sleep()` is not allowed
+SELECT "pg_sleep"(1)
+
+-- case: pg_qualified_allowed_name
+-- dialect: postgres
+-- expect: reject: a function is called by its plain name here
+SELECT public.age(now())
+
+-- case: pg_attribute_notation_call
+-- dialect: postgres
+-- expect: reject: a field of an expression in parentheses can call a function
+SELECT ('data_directory'::text).current_setting
+
+-- case: pg_operator_by_schema
+-- dialect: postgres
+-- expect: reject: OPERATOR(...) names an operator by its schema
+SELECT 1 OPERATOR(pg_catalog.+) 1
+
+-- case: pg_sleep_in_aggregate_filter
+-- dialect: postgres
+-- expect: reject: `pg_sleep()` is not allowed
+SELECT count(*) FILTER (WHERE pg_sleep(1) IS NULL) FROM t
+
+-- case: pg_unknown_function
+-- dialect: postgres
+-- expect: reject: `inet_server_port()` is not allowed: it is not on this engine's list of allowed functions
+SELECT inet_server_port()
+
+-- case: pg_listed_functions
+-- dialect: postgres
+-- expect: allow
+SELECT age(now()), jsonb_build_object('a', 1), to_json(t.a), lower(t.b) FROM t
+
+-- case: duckdb_sleep_ms
+-- dialect: duckdb
+-- expect: reject: `sleep_ms()` is not allowed: it sleeps or takes locks
+SELECT sleep_ms(1000)
+
+-- case: duckdb_pg_sleep
+-- dialect: duckdb
+-- expect: reject: `pg_sleep()` is not allowed: it sleeps or takes locks
+SELECT pg_sleep(1)
+
+-- case: duckdb_aggregate_by_name
+-- dialect: duckdb
+-- expect: reject: `list_aggregate()` is not allowed: it calls a function named by a string
+SELECT list_aggregate([1, 2], 'sum')
+
+-- case: duckdb_listed_functions
+-- dialect: duckdb
+-- expect: allow
+SELECT list_sort([3, 1]), date_part('year', DATE '2024-01-01'), json_valid('{}')
+
+-- case: mysql_master_gtid_wait
+-- dialect: mysql
+-- expect: reject: `master_gtid_wait()` is not allowed: it sleeps or takes locks
+SELECT MASTER_GTID_WAIT('0-1-1', 10)
+
+-- case: mysql_listed_functions
+-- dialect: mysql
+-- expect: allow
+SELECT json_unquote(json_extract(doc, '$.a')), find_in_set('a', tags), adddate(d, 1) FROM t
+
+-- case: sqlite_unknown_function
+-- dialect: sqlite
+-- expect: reject: `sqlite_compileoption_get()` is not allowed: it is not on this engine's list of allowed functions
+SELECT sqlite_compileoption_get(0)
+
+-- case: sqlite_nested_too_deep
+-- dialect: sqlite
+-- expect: reject: at most 100 are allowed (setting `sql_max_depth`
+SELECT ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))

@@ -14,6 +14,7 @@ from sophrosyne.catalog import Catalog, Table
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.policy.fence import needs_fence
 from sophrosyne.policy.row_filter import function_refusal, parse_row_filter
+from sophrosyne.results import shorten
 
 if TYPE_CHECKING:
     from sophrosyne.policy.roles import Role
@@ -166,13 +167,21 @@ class Rewriter:
 
     def _check_functions(self, tree: exp.Expr) -> None:
         for node in tree.walk():
-            if isinstance(node, exp.Func) and (reason := function_refusal(node)):
+            if isinstance(node, exp.Func) and (refused := function_refusal(node, self.engine.name)):
+                name, why = refused
                 raise RejectedSQL(
-                    f"{reason} for role `{self.role.name}`",
+                    f"function `{name}` is not allowed for role `{self.role.name}`" + (f": {why}" if why else ""),
                     hint="use built-in scalar and aggregate functions over the tables you can read",
                 )
-            if isinstance(node, exp.Cast | exp.TryCast) and _is_catalog_type(node.args.get("to")):
-                raise RejectedSQL(f"casts to object identifier types are not allowed for role `{self.role.name}`")
+            if isinstance(node, exp.DataType) and not sql_functions.cast_allowed(node, self.engine.name):
+                # A table's row type (`NULL::salaries`) or an object identifier (`'salaries'::regclass`) would
+                # name what the role may not see; the message is the same for a table that exists and one that
+                # does not.
+                raise RejectedSQL(
+                    f"the type `{shorten(node.sql(dialect=self.dialect), 60)}` is not allowed for role "
+                    f"`{self.role.name}`: only built-in scalar types are",
+                    hint="cast to a type such as INTEGER, NUMERIC, TEXT, VARCHAR, DATE or TIMESTAMP",
+                )
 
     def _rename_shadowing_ctes(self, with_: exp.With, ours: list[exp.CTE]) -> None:
         """In a recursive WITH our CTE bodies could see a user CTE named like a base table they read:
@@ -353,12 +362,6 @@ def _ungrouped(column: exp.Column, select: exp.Select) -> bool:
             return False
         node = node.parent
     return node is select
-
-
-def _is_catalog_type(to: exp.Expression | None) -> bool:
-    if isinstance(to, exp.ObjectIdentifier):
-        return True
-    return isinstance(to, exp.DataType) and to.sql().lower().startswith(("reg", "oid"))
 
 
 def _unknown_table(node: exp.Table) -> UnknownTable:

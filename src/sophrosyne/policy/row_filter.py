@@ -69,8 +69,9 @@ def _parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
     for node in predicate.walk():
         if isinstance(node, exp.AggFunc | exp.Window) and node.find_ancestor(exp.Select) is None:
             raise ConfigError(f"row filter of {where} may not use aggregates or window functions")
-        if isinstance(node, exp.Func) and (reason := function_refusal(node)):
-            raise ConfigError(f"row filter of {where}: {reason}")
+        if isinstance(node, exp.Func) and (refused := function_refusal(node, dialect)):
+            name, why = refused
+            raise ConfigError(f"row filter of {where}: function `{name}` is not allowed" + (f": {why}" if why else ""))
         if isinstance(node, exp.Table) and (not isinstance(node.this, exp.Identifier) or node.args.get("db")):
             raise ConfigError(f"row filter of {where} may read only plain table names in its subqueries")
         if isinstance(node, exp.Placeholder | exp.Parameter):
@@ -78,8 +79,9 @@ def _parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
     return predicate
 
 
-def function_refusal(node: exp.Func) -> str | None:
-    """Why a restricted role (and a row filter) may not call this function, or None."""
+def function_refusal(node: exp.Func, dialect: str | None) -> tuple[str, str | None] | None:
+    """The name of a function a restricted role (and a row filter) may not call on `dialect`, and why when
+    the reason is not the role's, or None."""
     if sql_functions.refused_for_restricted(node):
-        return f"function `{sql_functions.names(node)[0]}` is not allowed"
-    return None
+        return sql_functions.names(node)[0], None
+    return sql_functions.refusal(node, dialect)

@@ -2,4 +2,4 @@
 -- dialect: postgres
 SELECT 'salaries'::regclass
 -- expected:
-error rejected: casts to object identifier types are not allowed for role `manager`
+error rejected: the type `REGCLASS` is not allowed for role `manager`: only built-in scalar types are

@@ -1,0 +1,198 @@
+"""Functions run from an allow-list per engine: SQL text, sleeps, locks, files and settings reached through
+`ts_rewrite`, qualified or quoted names, `(expr).name` and OPERATOR() are refused on the real engines, while
+ordinary functions still run. Restricted roles are refused `version()` on every engine."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlglot import exp
+
+from fixtures.engines import PG_DSN, built, engine_params, postgres_schema
+from sophrosyne import sql_functions
+from sophrosyne.environment import Environment
+from sophrosyne.errors import RejectedSQL
+from sophrosyne.policy import Role, TableRule
+from sophrosyne.settings import Settings
+
+LOCK_KEY = 424242
+RESTRICTED = Role("ops", tables={"employees": TableRule(row_filter="department = 'D042'", hidden=["hire_date"])})
+
+
+@pytest.fixture(scope="module")
+def pg_env() -> Iterator[Environment]:
+    with postgres_schema("soph_secfn") as url:
+        env = Environment.open(url, settings=Settings(timeout_s=5))
+        yield env
+        env.db.close()
+
+
+def _ts_rewrite(inner: str) -> str:
+    # ts_rewrite(query, 'SELECT target, substitute ...') runs the SELECT given as text.
+    text = f"SELECT 'a'::tsquery, 'b'::tsquery FROM (SELECT {inner}) AS x".replace("'", "''")
+    return f"SELECT ts_rewrite('a'::tsquery, '{text}')"
+
+
+TS_REWRITE = {
+    "pg_sleep": _ts_rewrite("pg_sleep(0.01)"),
+    "pg_read_file": _ts_rewrite("pg_read_file('postgresql.conf', 0, 10)"),
+    "pg_ls_dir": _ts_rewrite("pg_ls_dir('.')"),
+    "lo_import": _ts_rewrite("lo_import('/etc/hostname')"),
+    "current_setting": _ts_rewrite("current_setting('data_directory')"),
+    "pg_advisory_lock": _ts_rewrite(f"pg_advisory_lock({LOCK_KEY})"),
+}
+
+
+def _advisory_locks() -> int:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s", (LOCK_KEY,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("payload", list(TS_REWRITE), ids=list(TS_REWRITE))
+def test_ts_rewrite_cannot_run_sql_text_on_postgres(pg_env: Environment, payload: str) -> None:
+    with pytest.raises(RejectedSQL, match="ts_rewrite"):
+        pg_env.execute_sql(TS_REWRITE[payload])
+    # The lock would outlive the call on the pooled connection: another session sees none.
+    assert _advisory_locks() == 0
+
+
+PG_FORMS = {
+    "schema_qualified": "SELECT pg_catalog.pg_sleep(0.01)",
+    "quoted_name": 'SELECT "pg_sleep"(0.01)',
+    "attribute_notation": "SELECT ('data_directory'::text).current_setting",
+    "attribute_notation_sleep": "SELECT (0.01::float8).pg_sleep",
+    "operator_by_schema": "SELECT 1 OPERATOR(pg_catalog.+) 1",
+    "aggregate_filter": "SELECT count(*) FILTER (WHERE pg_sleep(0.01) IS NULL) FROM employees",
+    "rows_from": "SELECT * FROM ROWS FROM (pg_sleep(0.01))",
+    "user_function_qualified": "SELECT public.lower('A')",
+    "unknown_function": "SELECT txid_current_if_assigned()",
+}
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("form", list(PG_FORMS), ids=list(PG_FORMS))
+def test_every_way_of_calling_a_function_goes_through_the_allow_list_on_postgres(
+    pg_env: Environment, form: str
+) -> None:
+    for view in (pg_env, pg_env.for_role(RESTRICTED)):
+        with pytest.raises(RejectedSQL) as caught:
+            view.execute_sql(PG_FORMS[form])
+        assert caught.value.hint
+
+
+@pytest.mark.engine
+def test_an_unknown_function_is_named_as_not_on_the_list(pg_env: Environment) -> None:
+    with pytest.raises(RejectedSQL, match="not on this engine's list of allowed functions") as caught:
+        pg_env.execute_sql("SELECT inet_server_port()")
+    assert "sql_functions" in (caught.value.hint or "")
+
+
+@pytest.mark.engine
+def test_ordinary_functions_still_run_on_postgres(pg_env: Environment) -> None:
+    sql = (
+        "SELECT lower(full_name), length(full_name), age(DATE '2020-01-01', DATE '2019-01-01') AS a, "
+        "to_json(employee_id) AS j, jsonb_build_object('id', employee_id) AS o, round(employee_id / 3.0, 2) AS r, "
+        "EXTRACT(YEAR FROM hire_date) AS y, coalesce(manager_id, 0) AS m "
+        "FROM employees ORDER BY employee_id LIMIT 2"
+    )
+    result = pg_env.execute_sql(sql)
+    assert result.row_count == 2
+    assert pg_env.for_role(RESTRICTED).execute_sql("SELECT lower(full_name), age(now()) FROM employees").row_count
+
+
+@pytest.fixture(scope="module", params=engine_params())
+def any_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Environment]:
+    engine = str(request.param)
+    with built(engine, tmp_path_factory.mktemp(f"secfn_{engine}"), "soph_secfn") as target:
+        env = Environment.open(target, settings=Settings(timeout_s=5))
+        yield env
+        env.db.close()
+
+
+STALLS = {
+    "duckdb": ["SELECT sleep_ms(1)", "SELECT pg_sleep(0.001)"],
+    "mariadb": ["SELECT MASTER_GTID_WAIT('0-1-1', 0.01)"],
+}
+
+
+def test_sleeps_and_waits_are_refused_on_duckdb_and_mariadb(any_env: Environment) -> None:
+    engine = "mariadb" if any_env.dialect == "mysql" else any_env.dialect
+    for sql in STALLS.get(engine, []):
+        with pytest.raises(RejectedSQL, match="stalls the server"):
+            any_env.execute_sql(sql)
+    assert any_env.execute_sql("SELECT abs(-1)").row_count == 1  # control
+
+
+def test_version_is_refused_to_a_restricted_role_on_every_engine(any_env: Environment) -> None:
+    restricted = any_env.for_role(RESTRICTED)
+    # SQLite has no users, and its version function is sqlite_version() (version() is no built-in there).
+    queries = (
+        ["SELECT sqlite_version()"] if any_env.dialect == "sqlite" else ["SELECT version()", "SELECT current_user"]
+    )
+    for sql in queries:
+        with pytest.raises(RejectedSQL, match="is not allowed for role `ops`"):
+            restricted.execute_sql(sql)
+    if any_env.dialect != "sqlite":
+        assert any_env.execute_sql("SELECT version()").row_count == 1  # unrestricted: it answers
+
+
+def _subclasses(cls: type) -> Iterator[type]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+CALLED = re.compile(r"([A-Za-z_][\w$]*)\s*\(|^([A-Za-z_]+)")
+
+
+def test_every_allowed_typed_class_compiles_to_no_listed_dangerous_function() -> None:
+    """Each typed class sqlglot has, compiled for each engine: no name it emits matches a deny-list unless
+    the class is refused (to every role, or to restricted ones)."""
+    found = []
+    for cls in sorted(set(_subclasses(exp.Func)), key=lambda c: c.__name__):
+        if cls in (exp.Anonymous, exp.AnonymousAggFunc) or issubclass(cls, tuple(sql_functions.NEVER_TYPES)):
+            continue
+        required = {
+            k: [exp.column("a")] if k == "expressions" else exp.column("a") for k, r in cls.arg_types.items() if r
+        }
+        for dialect in ("sqlite", "duckdb", "postgres", "mysql"):
+            try:
+                sql = cls(**required).sql(dialect=dialect)
+            except Exception:  # a class that cannot compile for this engine never reaches it
+                continue
+            for match in CALLED.finditer(sql):
+                name = (match.group(1) or match.group(2)).lower()
+                denied = sql_functions.never(exp.Anonymous(this=name), dialect) is not None
+                restricted = issubclass(cls, sql_functions.RESTRICTED_TYPES)
+                if denied or (sql_functions._restricted_reason(name) and not restricted):
+                    found.append((cls.__name__, dialect, name))
+    assert not found
+
+
+def test_each_listed_name_is_not_on_a_deny_list() -> None:
+    for dialect, names in sql_functions.ANONYMOUS_ALLOWED.items():
+        for name in names:
+            node = exp.Anonymous(this=name)
+            assert sql_functions.never(node, dialect) is None, (dialect, name)
+            assert not sql_functions.refused_for_restricted(node), (dialect, name)
+
+
+def test_a_shipped_file_reads_no_more_functions_than_listed(tmp_path: Path) -> None:
+    """SQLite control on a real file: a listed function runs, an unlisted built-in is refused by name."""
+    with built("sqlite", tmp_path, "soph_secfn") as target:
+        env = Environment.open(target)
+        try:
+            assert env.execute_sql("SELECT julianday('2024-01-02') - julianday('2024-01-01')").rows == [[1.0]]
+            with pytest.raises(RejectedSQL, match="not on this engine's list"):
+                env.execute_sql("SELECT sqlite_compileoption_get(0)")
+        finally:
+            env.db.close()
