@@ -21,6 +21,8 @@ class PostgreSQL(ServerEngine):
     backend_names: ClassVar[dict[str, str]] = {"postgres": "postgresql"}
     default_schema = "public"
     recursive_ctes_see_later_siblings = True
+    # `recursive reference to query "t" must not appear within its non-recursive term`: kept, so it still fails.
+    anchor_sees_recursive_cte = True
     fence_materialized = True
     # Comparisons of different types resolve to cross-type operators or widening casts, never to a cast of
     # a column's value that can fail; a mismatch such as `text = integer` is refused before any row is read.
@@ -114,6 +116,16 @@ class MySQL(ServerEngine):
     replaced_drivers = ("mysqldb", "mysql", "mariadb")
     # The largest LIMIT there is: it keeps every row yet stops the CTE being merged into the query.
     fence_limit = "18446744073709551615"
+    # MariaDB 10.11 reads a later sibling of a WITH RECURSIVE as that CTE; MySQL documents only earlier ones.
+    recursive_ctes_see_later_siblings = None
+    # MariaDB finds the anchors of a recursive CTE by its dependencies: any `t` in its body is the CTE itself.
+    anchor_sees_recursive_cte = True
+    # MariaDB 10.11: a CTE body of `(WITH x AS (SELECT * FROM t) ...)` inside a derived table or a subquery
+    # reads base table `t` even where an outer WITH defines a CTE `t` (MySQL 8 reads the CTE), and cannot
+    # see the outer WITH's CTEs at all: the role's own CTEs must be repeated there.
+    nested_ctes_see_outer_ctes = False
+    # MariaDB 10.11: `y AS (WITH t AS (... t ...) SELECT * FROM t)` under an outer CTE `t` reads the outer one.
+    redefines_ctes_consistently = False
     # A text value compared with a number is converted with a warning, never an error.
     compares_without_failing = True
     joins_fences_in_written_order = True
