@@ -137,6 +137,11 @@ class Engine:
         """Something cheap to read that changes whenever a table or column is added, dropped or changed."""
         return None
 
+    def table_parents(self, cursor: Cursor) -> list[tuple[str, str, str, str]]:
+        """(schema, table, parent schema, parent table) for each table that inherits from another (whose
+        rows the parent's reads return): partitions and inheritance children. None on most engines."""
+        return []
+
     def read_tables(self, db: Database) -> Catalog:
         """Tables, views, columns, keys and comments (row estimates are filled in by catalog_reader)."""
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")

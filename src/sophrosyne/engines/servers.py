@@ -94,6 +94,16 @@ class PostgreSQL(ServerEngine):
         )
         return path, [name for (name,) in cursor.fetchall() if name not in path]
 
+    def table_parents(self, cursor: Cursor) -> list[tuple[str, str, str, str]]:
+        # Partitions and INHERITS children (pg_inherits also links partitioned indexes: tables only).
+        cursor.execute(
+            "SELECT cn.nspname, c.relname, pn.nspname, p.relname FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace "
+            "JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace "
+            "WHERE c.relkind IN ('r', 'p', 'f') ORDER BY c.oid, i.inhseqno"
+        )
+        return [(str(a), str(b), str(c), str(d)) for a, b, c, d in cursor.fetchall()]
+
     def schema_fingerprint(self, cursor: Cursor) -> object:
         # One pass over the columns of user tables: a new, dropped or renamed table or column, or a changed
         # type, changes the sum; statistics and data do not.

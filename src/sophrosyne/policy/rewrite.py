@@ -13,6 +13,7 @@ from sophrosyne import engines, sql_functions
 from sophrosyne.catalog import Catalog, Table
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.policy.fence import needs_fence
+from sophrosyne.policy.inheritance import inherited
 from sophrosyne.policy.row_filter import function_refusal, parse_row_filter
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class Rewriter:
     """One rewrite of one statement for one role."""
 
     def __init__(self, role: Role, catalog: Catalog, dialect: str) -> None:
-        self.role = role
+        self.role = inherited(role, catalog)  # partitions and children follow their protected ancestors
         self.catalog = catalog
         self.engine = engines.for_dialect(dialect)
         self.dialect = Dialect.get_or_raise(self.engine.name)
