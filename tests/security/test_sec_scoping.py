@@ -19,6 +19,9 @@ from sophrosyne.errors import RejectedSQL, SophrosyneError
 ROLE_TABLES = {
     "departments": {"row_filter": "dept_code = 'D042'", "hidden": ["budget"]},
     "employees": {"row_filter": "department = 'D042'", "hidden": ["hire_date"]},
+    "absence_records": {
+        "row_filter": "employee_id IN (SELECT e.employee_id FROM employees AS e WHERE e.department = 'D042')"
+    },
 }
 VISIBLE_IDS = {e[0] for e in EMPLOYEES if e[2] == "D042"}
 HIDDEN_IDS = {e[0] for e in EMPLOYEES} - VISIBLE_IDS
@@ -101,6 +104,16 @@ ATTACKS: list[tuple[str, str]] = [
     ),
     ("WITH RECURSIVE x AS (SELECT * FROM employees), employees AS (SELECT -7 AS a) SELECT * FROM x", "ids"),
 ]
+# MariaDB resolves the names of a CTE read twice from a later CTE's body in that body's scope: a user CTE
+# `employees` defined between would take the place of the table in the role's filter of `absence_records`.
+EVERY_ID = " UNION ALL ".join(f"SELECT {e[0]} AS employee_id, 'D042' AS department" for e in EMPLOYEES)
+CAPTURES = [
+    f"WITH employees AS ({EVERY_ID}), w AS (SELECT a2.employee_id FROM absence_records a1 "
+    "RIGHT JOIN absence_records a2 ON a1.record_id = a2.record_id) SELECT DISTINCT employee_id FROM w",
+    f"WITH employees AS ({EVERY_ID}), w AS (SELECT a2.employee_id FROM absence_records a1 "
+    "JOIN absence_records a2 ON 1 = 1) SELECT DISTINCT employee_id FROM w",
+]
+ATTACKS.extend((capture, "ids") for capture in CAPTURES)
 
 # (control, expected rows in order): legitimate nested WITH queries over what the role sees.
 CONTROLS: list[tuple[str, list[tuple[Any, ...]]]] = [
@@ -216,9 +229,9 @@ def test_mariadb_ambiguities_are_refused_with_a_reason(restricted: Environment, 
     outer_cte = run(restricted, ATTACKS[0][0])
     assert isinstance(outer_cte, RejectedSQL)
     assert "cannot read the CTEs of an outer WITH" in outer_cte.message and outer_cte.hint
-    redefined = run(restricted, ATTACKS[-2][0])
+    redefined = run(restricted, ATTACKS[-4][0])
     assert isinstance(redefined, RejectedSQL) and "redefines CTE `employees`" in redefined.message
-    later = run(restricted, ATTACKS[-1][0])
+    later = run(restricted, ATTACKS[-3][0])
     assert isinstance(later, RejectedSQL) and "defined after it" in later.message
 
 

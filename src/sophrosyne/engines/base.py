@@ -64,6 +64,9 @@ class Engine:
     nested_ctes_see_outer_ctes: ClassVar[bool] = True
     # Whether a nested WITH may define a CTE named like one already in scope, and the engine read the inner one.
     redefines_ctes_consistently: ClassVar[bool] = True
+    # Whether engines of the record differ on the case of CTE names, so that a reference matching a CTE in
+    # scope only when case is ignored is refused.
+    cte_name_case_varies: ClassVar[bool] = False
     # A role's filtered CTE must run before the query's own predicates (see policy/rewrite.py): MATERIALIZED
     # fences it where the engine honours that, a LIMIT stops merging and predicate push-down elsewhere.
     fence_materialized: ClassVar[bool] = False

@@ -136,6 +136,8 @@ class MySQL(ServerEngine):
     nested_ctes_see_outer_ctes = False
     # MariaDB 10.11: `y AS (WITH t AS (... t ...) SELECT * FROM t)` under an outer CTE `t` reads the outer one.
     redefines_ctes_consistently = False
+    # MariaDB matches CTE names ignoring case; MySQL as it matches table names (case-sensitive on Linux).
+    cte_name_case_varies = True
     # A text value compared with a number is converted with a warning, never an error.
     compares_without_failing = True
     joins_fences_in_written_order = True

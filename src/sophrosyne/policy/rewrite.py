@@ -72,12 +72,10 @@ class Rewriter:
             return tree
         self._unqualify_columns(tree)
         ctes = [self._secure_cte(cte_name, table) for cte_name, table in self.secured.values()]
-        # Our CTE bodies must read the base tables wherever they are defined: a user CTE that could capture
-        # one of their names is renamed (its references keep the old name as alias).
-        if self.isolated:
-            self._rename_shadowing_ctes(list(tree.find_all(exp.With)), ctes)
-        elif isinstance(with_, exp.With) and with_.args.get("recursive"):
-            self._rename_shadowing_ctes([with_], ctes)
+        # Our CTE bodies must read the base tables wherever the engine resolves their names: a user CTE that
+        # could capture one (a recursive WITH, our CTEs repeated in a nested WITH, MariaDB re-resolving a CTE
+        # read twice from a later CTE's body) is renamed, in every WITH; its references keep the old name.
+        self._rename_shadowing_ctes(list(tree.find_all(exp.With)), ctes)
         for projection, header in headers:
             if projection.sql(dialect=self.dialect) != header:
                 projection.replace(exp.alias_(projection.copy(), header, quoted=True))
@@ -237,6 +235,10 @@ class Rewriter:
         ctes: list[exp.CTE] = list(with_.expressions)
         names = [self.key(cte.args["alias"].this) for cte in ctes]
         recursive = bool(with_.args.get("recursive"))
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:
+            # Engines refuse it; renaming our way around it would make the statement run.
+            raise RejectedSQL(f"CTE `{twice}` is defined twice in one WITH", hint="give each CTE its own name")
         clash = next((n for n in names if n in visible or n in unsure), None)
         if clash is not None and not self.engine.redefines_ctes_consistently:
             raise RejectedSQL(
@@ -313,11 +315,17 @@ class Rewriter:
             # A CTE of the query: its body is rewritten where it is defined.
             self.cte_refs.setdefault(id(visible[self.key(target)]), []).append(node)
             return
-        if db is None and catalog_part is None and self.key(target) in unsure:
-            raise RejectedSQL(
-                f"`{target.name}` may name a CTE or a table here: {unsure[self.key(target)]}",
-                hint=f"give the CTE `{target.name}` a name of its own, defined in the WITH that reads it",
-            )
+        if db is None and catalog_part is None:
+            key = self.key(target)
+            reason = unsure.get(key)
+            if reason is None and self.engine.cte_name_case_varies and key.lower() in {k.lower() for k in visible}:
+                reason = f"engines of {self.engine.name} differ on whether CTE names ignore case"
+            if reason is not None:
+                raise RejectedSQL(
+                    f"`{target.name}` may name a CTE or a table here: {reason}",
+                    hint=f"give the CTE `{target.name}` a name of its own, defined in the WITH that reads it, "
+                    "and write it as it is defined",
+                )
         table = self._resolve(node)
         if table is None or not self.role.can_read(table):
             raise _unknown_table(node)
