@@ -57,6 +57,9 @@ class Table:
     local_name: str | None = None
     # A bounded count that reached its bound: the table has at least `row_estimate` rows.
     rows_at_least: bool = False
+    # The catalog names of the tables this one inherits from (a PostgreSQL partition's parent, or INHERITS):
+    # their rules reach it (policy/inheritance.py).
+    parents: list[str] = field(default_factory=list)
 
     def column(self, name: str) -> Column | None:
         lowered = name.lower()

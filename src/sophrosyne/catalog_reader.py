@@ -227,6 +227,7 @@ def read_inspected(db: Database) -> Catalog:
     # and would raise the driver's error untranslated).
     with db.session(read_timeout(db)) as cursor:
         path, others = db.engine.schemas(cursor)
+        inherits = db.engine.table_parents(cursor)
     inspector = sa.inspect(db.pool.engine)
     wanted = _wanted_schemas(db.settings.schemas)
     if wanted is not None:
@@ -238,6 +239,11 @@ def read_inspected(db: Database) -> Catalog:
     for position, schema in enumerate([*path, *others]):
         deadline.check("reading the schema")
         _read_schema(db, inspector, schema, position < len(path), tables, keys)
+    # A child names its parent by schema and name too; a parent the catalog does not hold is not readable.
+    for schema, name, parent_schema, parent in inherits:
+        child, parent_key = keys.get((schema, name)), keys.get((parent_schema, parent))
+        if child is not None and parent_key is not None:
+            tables[child].parents.append(parent_key)
     # A foreign key names its target by schema and name: the catalog's name for it is known only now.
     for table in tables.values():
         for fk in table.foreign_keys:

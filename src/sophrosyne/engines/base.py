@@ -49,9 +49,24 @@ class Engine:
     aliases: ClassVar[tuple[str, ...]] = ()
     # The schema a table name may be qualified with while still naming the catalog's table.
     default_schema: ClassVar[str | None] = None
-    # Whether a CTE body sees the CTEs defined after it in the same WITH (without, and with, RECURSIVE).
+    # How a name in a CTE body resolves, where engines differ (probed in tests/security/test_sec_scoping.py).
+    # A reference the rewrite cannot resolve as the engine does is secured as a table when that is safe, and
+    # refused when the engines of one record disagree (`None` below).
+    # Whether a CTE body sees every CTE of its WITH, itself and later ones included, RECURSIVE or not (SQLite).
     ctes_see_later_siblings: ClassVar[bool] = False
-    recursive_ctes_see_later_siblings: ClassVar[bool] = False
+    # Whether a CTE body of a WITH RECURSIVE sees the CTEs defined after it; None: engines of the record differ.
+    recursive_ctes_see_later_siblings: ClassVar[bool | None] = False
+    # Whether, in `WITH RECURSIVE t AS (anchor UNION term)`, the anchor's `t` is the CTE itself (the engine then
+    # refuses or recurses as written) rather than the base table (DuckDB, and the default: secured).
+    anchor_sees_recursive_cte: ClassVar[bool] = False
+    # Whether the CTE bodies of a WITH inside a subquery (not itself a CTE's body) see the CTEs of the WITHs
+    # around it; where not, the role's CTEs are repeated in that WITH and a reference to an outer CTE is refused.
+    nested_ctes_see_outer_ctes: ClassVar[bool] = True
+    # Whether a nested WITH may define a CTE named like one already in scope, and the engine read the inner one.
+    redefines_ctes_consistently: ClassVar[bool] = True
+    # Whether engines of the record differ on the case of CTE names, so that a reference matching a CTE in
+    # scope only when case is ignored is refused.
+    cte_name_case_varies: ClassVar[bool] = False
     # A role's filtered CTE must run before the query's own predicates (see policy/rewrite.py): MATERIALIZED
     # fences it where the engine honours that, a LIMIT stops merging and predicate push-down elsewhere.
     fence_materialized: ClassVar[bool] = False
@@ -132,6 +147,11 @@ class Engine:
     def schema_fingerprint(self, cursor: Cursor) -> object:
         """Something cheap to read that changes whenever a table or column is added, dropped or changed."""
         return None
+
+    def table_parents(self, cursor: Cursor) -> list[tuple[str, str, str, str]]:
+        """(schema, table, parent schema, parent table) for each table that inherits from another (whose
+        rows the parent's reads return): partitions and inheritance children. None on most engines."""
+        return []
 
     def read_tables(self, db: Database) -> Catalog:
         """Tables, views, columns, keys and comments (row estimates are filled in by catalog_reader)."""

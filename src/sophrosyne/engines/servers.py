@@ -23,6 +23,8 @@ class PostgreSQL(ServerEngine):
     backend_names: ClassVar[dict[str, str]] = {"postgres": "postgresql"}
     default_schema = "public"
     recursive_ctes_see_later_siblings = True
+    # `recursive reference to query "t" must not appear within its non-recursive term`: kept, so it still fails.
+    anchor_sees_recursive_cte = True
     fence_materialized = True
     # Comparisons of different types resolve to cross-type operators or widening casts, never to a cast of
     # a column's value that can fail; a mismatch such as `text = integer` is refused before any row is read.
@@ -118,6 +120,16 @@ class PostgreSQL(ServerEngine):
         )
         return path, [name for (name,) in cursor.fetchall() if name not in path]
 
+    def table_parents(self, cursor: Cursor) -> list[tuple[str, str, str, str]]:
+        # Partitions and INHERITS children (pg_inherits also links partitioned indexes: tables only).
+        cursor.execute(
+            "SELECT cn.nspname, c.relname, pn.nspname, p.relname FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace "
+            "JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace "
+            "WHERE c.relkind IN ('r', 'p', 'f') ORDER BY c.oid, i.inhseqno"
+        )
+        return [(str(a), str(b), str(c), str(d)) for a, b, c, d in cursor.fetchall()]
+
     def schema_fingerprint(self, cursor: Cursor) -> object:
         # One pass over the columns of user tables: a new, dropped or renamed table or column, or a changed
         # type, changes the sum; statistics and data do not.
@@ -140,6 +152,18 @@ class MySQL(ServerEngine):
     replaced_drivers = ("mysqldb", "mysql", "mariadb")
     # The largest LIMIT there is: it keeps every row yet stops the CTE being merged into the query.
     fence_limit = "18446744073709551615"
+    # MariaDB 10.11 reads a later sibling of a WITH RECURSIVE as that CTE; MySQL documents only earlier ones.
+    recursive_ctes_see_later_siblings = None
+    # MariaDB finds the anchors of a recursive CTE by its dependencies: any `t` in its body is the CTE itself.
+    anchor_sees_recursive_cte = True
+    # MariaDB 10.11: a CTE body of `(WITH x AS (SELECT * FROM t) ...)` inside a derived table or a subquery
+    # reads base table `t` even where an outer WITH defines a CTE `t` (MySQL 8 reads the CTE), and cannot
+    # see the outer WITH's CTEs at all: the role's own CTEs must be repeated there.
+    nested_ctes_see_outer_ctes = False
+    # MariaDB 10.11: `y AS (WITH t AS (... t ...) SELECT * FROM t)` under an outer CTE `t` reads the outer one.
+    redefines_ctes_consistently = False
+    # MariaDB matches CTE names ignoring case; MySQL as it matches table names (case-sensitive on Linux).
+    cte_name_case_varies = True
     # A text value compared with a number is converted with a warning, never an error.
     compares_without_failing = True
     joins_fences_in_written_order = True

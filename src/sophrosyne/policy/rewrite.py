@@ -13,6 +13,7 @@ from sophrosyne import engines, sql_functions
 from sophrosyne.catalog import Catalog, Table
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.policy.fence import needs_fence
+from sophrosyne.policy.inheritance import inherited
 from sophrosyne.policy.row_filter import function_refusal, parse_row_filter
 from sophrosyne.results import shorten
 
@@ -24,6 +25,8 @@ E = TypeVar("E", bound=exp.Expr)
 # Schema names that reveal the database's structure; a restricted role never reads them.
 SYSTEM_SCHEMAS = {"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys", "system"}
 SYSTEM_TABLE = re.compile(r"^(sqlite_|pg_|duckdb_|pragma_)", re.IGNORECASE)
+# Why a reference to a later CTE of a WITH RECURSIVE is refused where the engines of one record differ.
+_LATER_SIBLING = "engines differ on whether a CTE of a WITH RECURSIVE reads the CTEs defined after it"
 # The key of a rewritten tree's meta that says whether it reads fenced CTEs (see `reads_fences`).
 FENCED = "sophrosyne_fenced"
 
@@ -32,13 +35,15 @@ class Rewriter:
     """One rewrite of one statement for one role."""
 
     def __init__(self, role: Role, catalog: Catalog, dialect: str) -> None:
-        self.role = role
+        self.role = inherited(role, catalog)  # partitions and children follow their protected ancestors
         self.catalog = catalog
         self.engine = engines.for_dialect(dialect)
         self.dialect = Dialect.get_or_raise(self.engine.name)
         self.secured: dict[str, tuple[str, Table]] = {}  # lowered table name -> (cte name, table)
         self.taken: set[str] = set()
         self.cte_refs: dict[int, list[exp.Table]] = {}  # id of a user CTE -> the references to it
+        self.host_with: exp.With | None = None  # the WITH our CTEs are merged into
+        self.isolated: list[exp.With] = []  # nested WITHs whose CTE bodies cannot see ours (see _walk)
         self.fenced = True  # whether filtered CTEs are fenced: decided per statement (policy/fence.py)
 
     def key(self, identifier: exp.Identifier) -> str:
@@ -55,10 +60,23 @@ class Rewriter:
         headers = self._headers(tree) if self.engine.names_columns_by_text else []
         for node in tree.walk():
             node.comments = None  # the engine sees only what the rewrite saw
-        self._walk(tree, {})
+        # `(WITH w AS (...) SELECT ...)`: merge into the parenthesized query's WITH (two would be refused).
+        host: exp.Expr = tree
+        while isinstance(host, exp.Subquery) and not host.alias and isinstance(host.this, exp.Query):
+            if host.this.args.get("with_") is None:
+                break
+            host = host.this
+        with_ = host.args.get("with_")
+        self.host_with = with_ if isinstance(with_, exp.With) else None
+        self._walk(tree, {}, {})
         if not self.secured:
             return tree
         self._unqualify_columns(tree)
+        ctes = [self._secure_cte(cte_name, table) for cte_name, table in self.secured.values()]
+        # Our CTE bodies must read the base tables wherever the engine resolves their names: a user CTE that
+        # could capture one (a recursive WITH, our CTEs repeated in a nested WITH, MariaDB re-resolving a CTE
+        # read twice from a later CTE's body) is renamed, in every WITH; its references keep the old name.
+        self._rename_shadowing_ctes(list(tree.find_all(exp.With)), ctes)
         for projection, header in headers:
             if projection.sql(dialect=self.dialect) != header:
                 projection.replace(exp.alias_(projection.copy(), header, quoted=True))
@@ -67,16 +85,7 @@ class Rewriter:
                 self._complete_group_by(select)
             if self.fenced and self.engine.joins_fences_in_written_order:
                 self._join_in_written_order(select)
-        # `(WITH w AS (...) SELECT ...)`: merge into the parenthesized query's WITH (two would be refused).
-        host: exp.Expr = tree
-        while isinstance(host, exp.Subquery) and not host.alias and isinstance(host.this, exp.Query):
-            if host.this.args.get("with_") is None:
-                break
-            host = host.this
-        with_ = host.args.get("with_")
-        ctes = [self._secure_cte(cte_name, table) for cte_name, table in self.secured.values()]
-        if isinstance(with_, exp.With) and with_.args.get("recursive"):
-            self._rename_shadowing_ctes(with_, ctes)
+        self._repeat_in_isolated_withs()
         if with_ is None:
             host.set("with_", exp.With(expressions=ctes))
         else:
@@ -183,66 +192,126 @@ class Rewriter:
                     hint="cast to a type such as INTEGER, NUMERIC, TEXT, VARCHAR, DATE or TIMESTAMP",
                 )
 
-    def _rename_shadowing_ctes(self, with_: exp.With, ours: list[exp.CTE]) -> None:
-        """In a recursive WITH our CTE bodies could see a user CTE named like a base table they read:
-        such a user CTE gets a fresh name (its references keep the old one as alias)."""
+    def _rename_shadowing_ctes(self, withs: list[exp.With], ours: list[exp.CTE]) -> None:
+        """A user CTE named like a base table our CTE bodies read gets a fresh name (its references keep the
+        old one as alias), so that our bodies read the table wherever the engine lets them see user CTEs."""
         read = {t.name.lower() for cte in ours for t in cte.find_all(exp.Table)}
-        for cte in with_.expressions:
-            name = cte.alias.lower()
-            if name not in read:
-                continue
-            fresh, n = f"{name}_1", 1
-            while fresh in self.taken:
-                n += 1
-                fresh = f"{name}_{n}"
-            self.taken.add(fresh)
-            for ref in self.cte_refs.get(id(cte), []):
-                if ref.args.get("alias") is None:
-                    ref.set("alias", exp.TableAlias(this=ref.this.copy()))
-                ref.set("this", exp.to_identifier(fresh))
-            cte.args["alias"].set("this", exp.to_identifier(fresh))
+        for with_ in withs:
+            for cte in with_.expressions:
+                name = cte.alias.lower()
+                if name not in read:
+                    continue
+                fresh, n = f"{name}_1", 1
+                while fresh in self.taken:
+                    n += 1
+                    fresh = f"{name}_{n}"
+                self.taken.add(fresh)
+                for ref in self.cte_refs.get(id(cte), []):
+                    if ref.args.get("alias") is None:
+                        ref.set("alias", exp.TableAlias(this=ref.this.copy()))
+                    ref.set("this", exp.to_identifier(fresh))
+                cte.args["alias"].set("this", exp.to_identifier(fresh))
 
-    def _walk(self, node: exp.Expr, visible: dict[str, exp.CTE]) -> None:
+    def _repeat_in_isolated_withs(self) -> None:
+        """Where a nested WITH's CTE bodies cannot see the statement's WITH (MariaDB), the CTEs they read of
+        ours are repeated first in that WITH: there they see no user CTE, and read the tables."""
+        ours = {name: table for name, table in self.secured.values()}
+        for with_ in self.isolated:
+            needed = dict.fromkeys(
+                t.name for cte in with_.expressions for t in cte.this.find_all(exp.Table) if t.name in ours
+            )
+            copies = [self._secure_cte(name, ours[name]) for name in needed if name not in _names_of(with_)]
+            if copies:
+                with_.set("expressions", copies + list(with_.expressions))
+
+    def _walk(self, node: exp.Expr, visible: dict[str, exp.CTE], unsure: dict[str, str]) -> None:
+        """Rewrite the tables under `node`. `visible`: the CTEs a name there means (the engine's scoping);
+        `unsure`: names some engine of this record reads as a CTE there and another as a table (refused)."""
         with_ = node.args.get("with_") if isinstance(node, exp.Query) else None
         if isinstance(with_, exp.With):
-            ctes: list[exp.CTE] = list(with_.expressions)
-            names = [self.key(cte.args["alias"].this) for cte in ctes]
-            recursive = bool(with_.args.get("recursive"))
-            for i, cte in enumerate(ctes):
-                inner = {k: v for k, v in visible.items() if k != names[i]}
-                inner.update({names[j]: ctes[j] for j in self._siblings_seen(len(ctes), i, recursive) if j != i})
-                body = cte.this
-                if (recursive or self.engine.ctes_see_later_siblings) and isinstance(body, exp.Union):
-                    self._walk_recursive_body(body, inner, {**inner, names[i]: cte})
-                else:
-                    self._walk(body, inner)
-            visible = {**visible, **dict(zip(names, ctes, strict=True))}
+            self._walk_with(node, with_, visible, unsure)
+            visible = {**visible, **{self.key(cte.args["alias"].this): cte for cte in with_.expressions}}
+            unsure = {k: v for k, v in unsure.items() if k not in visible}
         for child in list(node.iter_expressions()):
             if child is with_:
                 continue
             if isinstance(child, exp.Table):
-                self._table(child, visible)
-            self._walk(child, visible)
+                self._table(child, visible, unsure)
+            self._walk(child, visible, unsure)
 
-    def _walk_recursive_body(self, body: exp.Union, inner: dict[str, exp.CTE], with_self: dict[str, exp.CTE]) -> None:
-        """Only the recursive term of `anchor UNION [ALL] term` reads the CTE itself: elsewhere its name is
-        the base table (DuckDB reads it there; PostgreSQL refuses it), so it is secured."""
-        if body.args.get("with_") is not None:
-            self._walk(body, inner)
-            return
+    def _walk_with(self, node: exp.Expr, with_: exp.With, visible: dict[str, exp.CTE], unsure: dict[str, str]) -> None:
+        """The CTE bodies of `with_`, each with the names it sees as the engine scopes them."""
+        ctes: list[exp.CTE] = list(with_.expressions)
+        names = [self.key(cte.args["alias"].this) for cte in ctes]
+        recursive = bool(with_.args.get("recursive"))
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:
+            # Engines refuse it; renaming our way around it would make the statement run.
+            raise RejectedSQL(f"CTE `{twice}` is defined twice in one WITH", hint="give each CTE its own name")
+        clash = next((n for n in names if n in visible or n in unsure), None)
+        if clash is not None and not self.engine.redefines_ctes_consistently:
+            raise RejectedSQL(
+                f"the nested WITH redefines CTE `{clash}`, which {self.engine.name} does not resolve consistently",
+                hint=f"give the inner CTE `{clash}` a name of its own",
+            )
+        outer, outer_unsure = visible, unsure
+        if not self.engine.nested_ctes_see_outer_ctes and self._isolated(node, with_):
+            self.isolated.append(with_)
+            reason = (
+                f"the CTEs of a WITH inside a subquery cannot read the CTEs of an outer WITH on {self.engine.name} "
+                "(MariaDB reads a table of that name instead)"
+            )
+            outer, outer_unsure = {}, {**unsure, **dict.fromkeys(visible, reason)}
+        for i, cte in enumerate(ctes):
+            seen, later = self._siblings_seen(len(ctes), i, recursive)
+            scope = {**outer, **{names[j]: ctes[j] for j in seen}}
+            doubt = {**outer_unsure, **dict.fromkeys((names[j] for j in later), _LATER_SIBLING)}
+            doubt = {k: v for k, v in doubt.items() if k not in scope}
+            body = cte.this
+            if i not in seen or self.engine.anchor_sees_recursive_cte or self.engine.ctes_see_later_siblings:
+                self._walk(body, scope, doubt)
+                continue
+            # The anchor of recursive CTE `t` reads base table `t` (DuckDB); or an outer CTE `t`? Refused.
+            anchor = {k: v for k, v in scope.items() if k != names[i]}
+            anchor_doubt = {**doubt}
+            if names[i] in outer or names[i] in outer_unsure:
+                anchor_doubt[names[i]] = "engines differ on what the anchor of a recursive CTE reads by its name"
+            if isinstance(body, exp.Union) and body.args.get("with_") is None:
+                self._walk_recursive_body(body, (anchor, anchor_doubt), (scope, doubt))
+            else:
+                self._walk(body, anchor, anchor_doubt)
+
+    def _isolated(self, node: exp.Expr, with_: exp.With) -> bool:
+        """Whether the WITH of `node` is nested in a subquery, not the statement's own nor a CTE's body."""
+        return with_ is not self.host_with and node.parent is not None and not isinstance(node.parent, exp.CTE)
+
+    def _walk_recursive_body(
+        self,
+        body: exp.Union,
+        anchor: tuple[dict[str, exp.CTE], dict[str, str]],
+        term: tuple[dict[str, exp.CTE], dict[str, str]],
+    ) -> None:
+        """Only the recursive term of `anchor UNION [ALL] term` reads the CTE itself where the anchor reads the
+        base table of its name (DuckDB): there the anchor's reference is secured."""
         for child in list(body.iter_expressions()):
-            scope = with_self if child is body.expression else inner
+            scope, doubt = term if child is body.expression else anchor
             if isinstance(child, exp.Table):
-                self._table(child, scope)
-            self._walk(child, scope)
+                self._table(child, scope, doubt)
+            self._walk(child, scope, doubt)
 
-    def _siblings_seen(self, count: int, index: int, recursive: bool) -> range:
-        """Which CTEs of one WITH a CTE body can see; fewer is safe (the rest are secured)."""
-        if self.engine.ctes_see_later_siblings or (recursive and self.engine.recursive_ctes_see_later_siblings):
-            return range(count)
-        return range(index + 1 if recursive else index)
+    def _siblings_seen(self, count: int, index: int, recursive: bool) -> tuple[range, range]:
+        """Which CTEs of one WITH a CTE body sees (fewer is safe: the rest are secured), and which later
+        ones the engines of this record may or may not see (refused)."""
+        if self.engine.ctes_see_later_siblings:
+            return range(count), range(0)
+        if not recursive:
+            return range(index), range(0)
+        later = self.engine.recursive_ctes_see_later_siblings
+        if later:
+            return range(count), range(0)
+        return range(index + 1), range(index + 1, count) if later is None else range(0)
 
-    def _table(self, node: exp.Table, visible: dict[str, exp.CTE]) -> None:
+    def _table(self, node: exp.Table, visible: dict[str, exp.CTE], unsure: dict[str, str]) -> None:
         target = node.this
         if isinstance(target, exp.Func):
             if not sql_functions.table_function_allowed(target, restricted=True):
@@ -255,6 +324,17 @@ class Rewriter:
             # A CTE of the query: its body is rewritten where it is defined.
             self.cte_refs.setdefault(id(visible[self.key(target)]), []).append(node)
             return
+        if db is None and catalog_part is None:
+            key = self.key(target)
+            reason = unsure.get(key)
+            if reason is None and self.engine.cte_name_case_varies and key.lower() in {k.lower() for k in visible}:
+                reason = f"engines of {self.engine.name} differ on whether CTE names ignore case"
+            if reason is not None:
+                raise RejectedSQL(
+                    f"`{target.name}` may name a CTE or a table here: {reason}",
+                    hint=f"give the CTE `{target.name}` a name of its own, defined in the WITH that reads it, "
+                    "and write it as it is defined",
+                )
         table = self._resolve(node)
         if table is None or not self.role.can_read(table):
             raise _unknown_table(node)
@@ -345,6 +425,10 @@ class Rewriter:
 def reads_fences(tree: exp.Expr) -> bool:
     """Whether a rewritten statement reads fenced CTEs (engines then steer their planners, see Engine.session)."""
     return bool(tree.meta.get(FENCED))
+
+
+def _names_of(with_: exp.With) -> set[str]:
+    return {cte.alias for cte in with_.expressions}
 
 
 def _all_names(tree: exp.Expr) -> Iterable[str]:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from sqlglot import exp
 
 from sophrosyne.catalog import Catalog, Column, Table
+from sophrosyne.policy.inheritance import inherited
 from sophrosyne.policy.rewrite import SYSTEM_TABLE, Rewriter
 from sophrosyne.policy.row_filter import normalize_value, parse_row_filter, scope_of
 
@@ -80,11 +81,12 @@ class Role:
         """The catalog as this role sees it: denied tables, unlisted views and hidden columns are absent."""
         if self.unrestricted:
             return catalog
+        role = inherited(self, catalog)  # partitions and children follow their protected ancestors
         tables: dict[str, Table] = {}
         for name, table in catalog.tables.items():
-            if not self.can_read(table):
+            if not role.can_read(table):
                 continue
-            columns = self.visible_columns(table)
+            columns = role.visible_columns(table)
             visible = {c.name for c in columns}
             tables[name] = Table(
                 name=table.name,
@@ -93,11 +95,11 @@ class Role:
                 foreign_keys=[
                     fk
                     for fk in table.foreign_keys
-                    if self.can_see_table(fk.ref_table) and all(c in visible for c in fk.columns)
+                    if role.can_see_table(fk.ref_table) and all(c in visible for c in fk.columns)
                 ],
                 description=table.description,
                 # The full table's row count would tell how many rows the filter hides.
-                row_estimate=None if self._has_filter(name) else table.row_estimate,
+                row_estimate=None if role._has_filter(name) else table.row_estimate,
                 kind=table.kind,
                 schema=table.schema,
                 local_name=table.local_name,

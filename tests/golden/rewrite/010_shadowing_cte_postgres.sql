@@ -11,7 +11,7 @@ WITH _sec_employees AS NOT MATERIALIZED (
   FROM "employees"
   WHERE
     department = 'D042'
-), employees AS (
+), employees_1 AS (
   SELECT
     *
   FROM _sec_employees AS employees
@@ -20,4 +20,4 @@ WITH _sec_employees AS NOT MATERIALIZED (
 )
 SELECT
   COUNT(*)
-FROM employees
+FROM employees_1 AS employees

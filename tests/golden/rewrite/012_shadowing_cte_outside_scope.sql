@@ -17,13 +17,13 @@ SELECT
     SELECT
       COUNT(*)
     FROM (
-      WITH employees AS (
+      WITH employees_1 AS (
         SELECT
           1 AS x
       )
       SELECT
         *
-      FROM employees
+      FROM employees_1 AS employees
     )
   ) AS inner_count,
   COUNT(*) AS real_count

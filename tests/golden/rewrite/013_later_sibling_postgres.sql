@@ -12,7 +12,7 @@ WITH _sec_departments AS NOT MATERIALIZED (
   SELECT
     *
   FROM _sec_departments AS departments
-), departments AS (
+), departments_1 AS (
   SELECT
     1 AS one
 )
