@@ -24,7 +24,7 @@ from sophrosyne.budget import fit
 from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions, table_ref
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.deadline import bounded_call
-from sophrosyne.errors import ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
+from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
 from sophrosyne.grounding import Grounder, ValueCache, distinct_query
 from sophrosyne.hints import plan_hints, query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
@@ -215,7 +215,7 @@ class Environment:
         )
         try:
             base.directives, base.directive_note = self.moderator.directives(question, knowledge)
-        except (NotReady, QueryTimeout) as exc:
+        except (NotReady, QueryTimeout, CacheUnavailable) as exc:  # the tables are listed all the same
             base.directive_note = f"No directives this time: {exc.message} {exc.hint or ''}".strip()
         base.directive_note = " ".join(x for x in (cut_inputs, base.directive_note) if x) or None
         if base.directives:
