@@ -267,7 +267,7 @@ def _ready(loading: Background[T], what: str, settings: Settings, tables: int) -
         value = loading.wait(deadline.left(ANSWER_MARGIN_S))
     except OSError as exc:
         tell_once(f"{what} could not be built: {exc}")
-        raise unavailable(what, None, exc) from None
+        raise unavailable(what, None, exc, "built") from None
     if value is None:
         raise NotReady(
             f"{what} of {tables:,} tables is still being built ({loading.running_s:.0f} s so far).",

@@ -253,3 +253,31 @@ def test_a_server_reusing_a_partial_index_says_it_is_partial(hr: Path, tmp_path:
         assert note is None or "partial" not in note
     finally:
         env.db.close()
+
+
+def test_an_index_that_cannot_be_built_is_a_clear_error_not_an_internal_one(
+    hr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When even an index in memory cannot be had (the cache fails it otherwise than on saving), list_tables
+    lists the tables without directives and says why, and search_schema says what to fix."""
+    import sophrosyne.moderation
+    from sophrosyne.errors import CacheUnavailable
+
+    def read_only(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(sophrosyne.moderation, "load_or_build", read_only)
+    env = Environment.open(hr, settings=Settings(cache_dir=tmp_path / "cache"))
+    try:
+        for _ in range(2):
+            listed = env.list_tables(question=QUESTION)
+            assert {"employees", "absence_records"} <= {t.name for t in listed.tables}
+            assert not listed.directives
+            assert listed.directive_note is not None
+            assert "No directives this time: the schema index could not be built" in listed.directive_note
+            assert "Read-only file system" in listed.directive_note
+            with pytest.raises(CacheUnavailable, match="Read-only file system") as info:
+                env.search_schema("hours of absence")
+            assert info.value.hint is not None and "SOPHROSYNE_CACHE_DIR" in info.value.hint
+    finally:
+        env.db.close()

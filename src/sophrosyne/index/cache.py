@@ -95,11 +95,11 @@ def reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def unavailable(what: str, where: Path | None, exc: OSError) -> CacheUnavailable:
-    """The error that says which index could not be saved or read (where, for the operator), why, and what to
-    do. A client is not told the server's paths: `where` is None then."""
-    place = f"in {where}" if where is not None else "in the cache folder"
+def unavailable(what: str, where: Path | None, exc: OSError, done: str = "saved") -> CacheUnavailable:
+    """The error that says which index could not be saved (or built) where (for the operator), why, and what
+    to do. A client is not told the server's paths: `where` is None then."""
+    place = f"in {where}" if where is not None else "with the cache folder"
     return CacheUnavailable(
-        f"{what} could not be saved {place}: {reason(exc)}.",
+        f"{what} could not be {done} {place}: {reason(exc)}.",
         hint="Set SOPHROSYNE_CACHE_DIR (cache_dir) to a writable folder with free space.",
     )
