@@ -201,3 +201,16 @@ def test_the_shipped_example_policy_checks_against_the_demo_database() -> None:
         assert {t.name for t in env.list_tables().tables} == {"training_courses", "training_enrollments", "employees"}
     finally:
         env.db.close()
+
+
+def test_the_sample_policy_of_docs_policy_md_checks_against_the_demo_database(tmp_path: Path) -> None:
+    import re
+
+    text = (ROOT / "docs" / "policy.md").read_text()
+    sample = re.search(r"```toml\n(.*?)```", text, re.S)
+    assert sample is not None
+    env = opened("demo", write(tmp_path, sample.group(1)))
+    try:
+        assert "salaries" not in {t.name for t in env.list_tables().tables}
+    finally:
+        env.db.close()
