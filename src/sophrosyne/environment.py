@@ -66,7 +66,6 @@ class Environment:
         role: Role | None = None,
         descriptions: Path | None = None,
         values: ValueCache | None = None,
-        binding: Binding | None = None,
     ) -> None:
         self.db = database
         self.settings = settings or database.settings
@@ -80,7 +79,7 @@ class Environment:
         self._seen: Catalog | None = None  # the database's catalog this environment last derived from
         self._catalog: Catalog | None = None
         # The schema the policy was checked against, shared by every role of this database (policy/binding.py).
-        self.binding = binding or Binding()
+        self.binding = Binding()
         self._admitted: Catalog | None = None  # what restricted roles' rules apply to
         # Calls run in threads side by side: what is set up once per environment is set up under this lock.
         self._lock = threading.RLock()
@@ -133,13 +132,9 @@ class Environment:
             env = self._role_envs.get(role.name)
             if env is None or env.role is not role:
                 env = Environment(
-                    self.db,
-                    settings=self.settings,
-                    role=role,
-                    descriptions=self.descriptions,
-                    values=self.values,
-                    binding=self.binding,
+                    self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
                 )
+                env.binding = self.binding
                 env.policy = self.policy
                 self._role_envs[role.name] = env
             return env
@@ -178,9 +173,7 @@ class Environment:
         """The catalog this role's rules apply to: the full one, less (for a restricted role) the tables and
         columns that appeared after the policy was checked."""
         full = self.full_catalog
-        if self.role.unrestricted or self._admitted is None:
-            return full
-        return self._admitted
+        return full if self.role.unrestricted or self._admitted is None else self._admitted
 
     # -- tools -------------------------------------------------------------------------------------------
 
