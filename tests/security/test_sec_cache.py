@@ -120,19 +120,23 @@ from sophrosyne.index.embedders import default_embedder
 from sophrosyne.index.schema_index import index_folder
 from sophrosyne.index.values import ValueIndex, values_path
 
-db, cache = Path(sys.argv[1]), Path(sys.argv[2])
+db, cache, ready = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 database = open_database(str(db))
 catalog = database.catalog()
 values = ValueIndex.from_sqlite(catalog, db)
 schema = SchemaIndex.build(catalog)
+written = threading.Semaphore(0)
 
 def killed_before_the_rename(*args, **kwargs):  # the writer is killed between its write and its rename
-    print("written", flush=True)
+    written.release()
     time.sleep(600)
 
 os.replace = os.rename = killed_before_the_rename
 threading.Thread(target=values.save, args=(values_path(cache, catalog),), daemon=True).start()
+written.acquire()
 threading.Thread(target=schema.save, args=(index_folder(cache, catalog, default_embedder()),), daemon=True).start()
+written.acquire()
+ready.write_text("written")
 time.sleep(600)
 """
 
@@ -144,27 +148,22 @@ def leftovers(cache: Path) -> list[Path]:
 
 def test_temp_files_left_by_a_killed_writer_are_cleaned_when_the_cache_is_opened(hr: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    errors = tmp_path / "writer.err"
+    errors, ready = tmp_path / "writer.err", tmp_path / "ready"
     with errors.open("w") as stderr:
         writer = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(KILLED_WRITER), str(hr), str(cache)],
+            [sys.executable, "-c", textwrap.dedent(KILLED_WRITER), str(hr), str(cache), str(ready)],
             cwd=ROOT,
-            stdout=subprocess.PIPE,
             stderr=stderr,
-            text=True,
         )
     try:
-        assert writer.stdout is not None
-        seen = []
-        while seen.count("written") < 2:
-            line = writer.stdout.readline()
-            assert line, f"the writer stopped before writing: {seen} {errors.read_text()[-2000:]}"
-            seen.append(line.strip())
+        started = time.monotonic()
+        while not ready.exists():
+            assert writer.poll() is None, f"the writer stopped before writing: {errors.read_text()[-2000:]}"
+            assert time.monotonic() - started < 120, f"the writer did not write: {errors.read_text()[-2000:]}"
+            time.sleep(0.1)
     finally:
         writer.send_signal(signal.SIGKILL)
         writer.wait(30)
-        if writer.stdout is not None:
-            writer.stdout.close()
     left = leftovers(cache)
     assert {p.parent.name for p in left} == {"schema", "values"}, left  # one temp each, as a kill leaves them
     env = Environment.open(hr, settings=Settings(cache_dir=cache))
