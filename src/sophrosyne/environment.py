@@ -24,11 +24,12 @@ from sophrosyne.budget import fit
 from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions, table_ref
 from sophrosyne.connection import Database, QueryResult, open_database
 from sophrosyne.deadline import bounded_call
-from sophrosyne.errors import ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
+from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
 from sophrosyne.grounding import Grounder, ValueCache, distinct_query
 from sophrosyne.hints import plan_hints, query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
 from sophrosyne.policy import Policy, Role, load_policy, reads_fences
+from sophrosyne.policy.binding import Binding
 from sophrosyne.results import (
     DistinctValues,
     FoundRows,
@@ -78,6 +79,9 @@ class Environment:
         self._role_envs: dict[str, Environment] = {}
         self._seen: Catalog | None = None  # the database's catalog this environment last derived from
         self._catalog: Catalog | None = None
+        # The schema the policy was checked against, shared by every role of this database (policy/binding.py).
+        self.binding = Binding()
+        self._admitted: Catalog | None = None  # what restricted roles' rules apply to
         # Calls run in threads side by side: what is set up once per environment is set up under this lock.
         self._lock = threading.RLock()
 
@@ -119,7 +123,11 @@ class Environment:
         env = cls(database, settings=settings, role=role, descriptions=descriptions)
         env.policy = policy
         if probe and policy is not None:
-            _ = env.full_catalog  # checks the policy against the schema
+            try:
+                _ = env.full_catalog  # checks the policy against the schema
+            except BaseException:
+                database.close()  # a refused policy leaves no connection behind
+                raise
         return env
 
     def for_role(self, role: Role) -> Environment:
@@ -132,6 +140,7 @@ class Environment:
                 env = Environment(
                     self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
                 )
+                env.binding = self.binding
                 env.policy = self.policy
                 self._role_envs[role.name] = env
             return env
@@ -148,10 +157,10 @@ class Environment:
         if catalog is not self._seen:
             if self.descriptions is not None:
                 load_bird_descriptions(catalog, self.descriptions)
-            if self.policy is not None:
-                self.policy.check(catalog)
+            # The policy is checked (the first time) and what appeared since is held back from restricted roles.
+            admitted = self.binding.admit(catalog, self.policy)
             changed = self._seen is not None
-            self._seen, self._catalog, self._moderator = catalog, None, None
+            self._seen, self._admitted, self._catalog, self._moderator = catalog, admitted, None, None
             if changed and self.settings.directives == "directives":
                 # The schema changed under a running server: its indexes are rebuilt now, not at the next question.
                 threading.Thread(target=self._warm_moderator, name="sophrosyne-rewarm", daemon=True).start()
@@ -160,10 +169,17 @@ class Environment:
     @property
     def catalog(self) -> Catalog:
         """The catalog as this role sees it."""
-        full = self.full_catalog
+        policed = self._policed_catalog
         if self._catalog is None:
-            self._catalog = self.role.restrict(full)
+            self._catalog = self.role.restrict(policed)
         return self._catalog
+
+    @property
+    def _policed_catalog(self) -> Catalog:
+        """The catalog this role's rules apply to: the full one, less (for a restricted role) the tables and
+        columns that appeared after the policy was checked."""
+        full = self.full_catalog
+        return full if self.role.unrestricted or self._admitted is None else self._admitted
 
     # -- tools -------------------------------------------------------------------------------------------
 
@@ -198,7 +214,7 @@ class Environment:
         )
         try:
             base.directives, base.directive_note = self.moderator.directives(question, knowledge)
-        except (NotReady, QueryTimeout) as exc:
+        except (NotReady, QueryTimeout, CacheUnavailable) as exc:  # the tables are listed all the same
             base.directive_note = f"No directives this time: {exc.message} {exc.hint or ''}".strip()
         base.directive_note = " ".join(x for x in (cut_inputs, base.directive_note) if x) or None
         if base.directives:
@@ -451,7 +467,7 @@ class Environment:
         expression = guard.check_sql(sql, self.dialect, ShapeLimits.from_settings(self.settings))
         # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
         rewritten = (
-            expression if self.role.unrestricted else self.role.rewrite(expression, self.full_catalog, self.dialect)
+            expression if self.role.unrestricted else self.role.rewrite(expression, self._policed_catalog, self.dialect)
         )
         fenced = reads_fences(rewritten)
         # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.

@@ -45,6 +45,12 @@ class ConfigError(SophrosyneError):
     code = "config"
 
 
+class CacheUnavailable(ConfigError):
+    """The cache folder cannot be written or read (full, read-only, not a folder): an index cannot be kept."""
+
+    code = "cache"
+
+
 class ConnectionFailed(SophrosyneError):
     """The database could not be opened or reached."""
 

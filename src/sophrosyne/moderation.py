@@ -21,6 +21,7 @@ from sophrosyne.directives.prepared import PreparedSchema, prepare_schema
 from sophrosyne.directives.scoring import warm
 from sophrosyne.errors import ConfigError, NotReady, QueryTimeout
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
+from sophrosyne.index.cache import clean_stale, reason, tell_once, unavailable
 from sophrosyne.index.values import values_path
 from sophrosyne.joins import Probe
 from sophrosyne.loading import Background
@@ -98,15 +99,20 @@ class Moderator:
         # A restricted role's values are read through its own secured path and never cached on disk:
         # another role with the same columns must not see them.
         path = values_path(self.settings.cache_dir, self.catalog)
+        if self.shared:
+            clean_stale(path.parent)
         if self.shared and path.exists():
             try:
-                return ValueIndex.load(path)
+                return ValueIndex.load(path)  # a partial one too: directives say so
             except (OSError, ValueError, KeyError):
                 pass  # a damaged entry is rebuilt
         values = ValueIndex.build(self.prepared.catalog, self.fetch, ValueBudget(seconds=self.settings.value_index_s))
         if self.shared:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            values.save(path)
+            try:
+                values.save(path)
+            except OSError as exc:  # a full or read-only cache: kept in memory, told once
+                values.unsaved = reason(exc)
+                tell_once(f"the value index could not be saved in {path.parent} ({values.unsaved}): kept in memory")
         return values
 
     def warm(self, wait: bool = True) -> None:
@@ -133,6 +139,8 @@ class Moderator:
             return [], None
         computed: Directives
         values: ValueIndex | None = None
+        index: SchemaIndex | None = None
+        failed: str | None = None  # why the value index could not be built
         if mode == "oracle":
             if not self.oracle_sql:
                 raise ConfigError(
@@ -141,21 +149,23 @@ class Moderator:
                 )
             computed = oracle_directives(self.oracle_sql, self.catalog, self.dialect)
         else:
-            index, inference = self.index, self._inference()
+            built, inference = self.index, self._inference()
+            index = built
             prepared = self.prepared  # ready once the index is: the index is built over it
             # Literal grounding makes directives better, not possible: without its index (still being read,
             # within its own budget) they are computed from names and retrieval alone, and say so.
             try:
                 values = self._values.wait(deadline.left(ANSWER_MARGIN_S + VALUES_WAIT_MARGIN_S))
-            except Exception:  # a failed value index is read again next time; directives go on without it
-                logger.warning("the value index could not be built", exc_info=True)
+            except Exception as exc:  # a failed value index is read again next time; directives go on without it
+                failed = reason(exc) if isinstance(exc, OSError) else type(exc).__name__
+                tell_once(f"the value index could not be built: {exc!r}")
             # The work runs beside the call, which stops waiting at its deadline (a margin is left to answer).
             done, result = deadline.run_side(
                 lambda: compute_directives(
                     question or "",
                     knowledge,
                     prepared.catalog,
-                    index,
+                    built,
                     values,
                     inference=inference,
                     units=prepared.units,
@@ -174,9 +184,8 @@ class Moderator:
         self.given = {t.lower(): g for d, g in zip(computed.irrelevant, given, strict=True) for t in d.tables}
         self.given.update({g.table.lower(): g for g in given})
         note = None if given else f"No directives for this question{': ' + computed.note if computed.note else ''}."
-        if mode == "directives" and values is None:
-            later = "the values are still being indexed: directives from names only this time."
-            note = f"{note} {later}" if note else later[:1].upper() + later[1:]
+        if mode == "directives":
+            note = _joined(note, _index_state(values, index, failed))
         return given, note
 
     def relevance(self, question: str | None, knowledge: str | None) -> SourceRelevance | None:
@@ -228,9 +237,37 @@ class Moderator:
         )
 
 
+def _index_state(values: ValueIndex | None, index: SchemaIndex | None, failed: str | None) -> str | None:
+    """One line on what the directives were computed without, or None when they had everything."""
+    if failed:
+        return f"the value index could not be built ({failed}): directives from names only this time."
+    if values is None:
+        return "the values are still being indexed: directives from names only this time."
+    unsaved = (index.unsaved if index is not None else None) or values.unsaved
+    if unsaved:
+        return f"the directive indexes could not be saved in the cache folder ({unsaved}): kept in memory only."
+    if not values.complete:
+        return (
+            "the value index is partial (cut by its limits): fewer literals are recognised; "
+            "`sophrosyne index` completes it."
+        )
+    return None
+
+
+def _joined(note: str | None, more: str | None) -> str | None:
+    if not more:
+        return note
+    return f"{note} {more}" if note else more[:1].upper() + more[1:]
+
+
 def _ready(loading: Background[T], what: str, settings: Settings, tables: int) -> T:
-    """What `loading` builds, waited for within the call's deadline; NotReady if it takes longer."""
-    value = loading.wait(deadline.left(ANSWER_MARGIN_S))
+    """What `loading` builds, waited for within the call's deadline; NotReady if it takes longer, and
+    CacheUnavailable (not an internal error) when the cache folder failed it."""
+    try:
+        value = loading.wait(deadline.left(ANSWER_MARGIN_S))
+    except OSError as exc:
+        tell_once(f"{what} could not be built: {exc}")
+        raise unavailable(what, None, exc, "built") from None
     if value is None:
         raise NotReady(
             f"{what} of {tables:,} tables is still being built ({loading.running_s:.0f} s so far).",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sophrosyne.errors import ConfigError, UnknownSource
 from sophrosyne.results import SourceInfo, SourceList
 from sophrosyne.settings import Settings
+from sophrosyne.toml_lines import TomlLines
 
 if TYPE_CHECKING:
     from sophrosyne.environment import Environment
@@ -33,6 +34,7 @@ class SourceSpec:
     policy: Path | None = None
     role: str | None = None  # the role of a caller without a token (stdio)
     descriptions: Path | None = None  # BIRD-style column descriptions
+    role_at: str = ""  # `file:line` where the role is named, for an error about it
 
 
 def load_sources(path: Path) -> list[SourceSpec]:
@@ -42,7 +44,8 @@ def load_sources(path: Path) -> list[SourceSpec]:
     """
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        text = path.read_text()
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"sources file `{path}` does not exist.", hint="Give the path of a TOML file.") from None
     except tomllib.TOMLDecodeError as exc:
@@ -53,10 +56,11 @@ def load_sources(path: Path) -> list[SourceSpec]:
             f"sources file `{path}` needs one [sources.NAME] table per database and nothing else.",
             hint='Write [sources.hr] with path = "hr.sqlite" (or url = "postgresql://...").',
         )
-    return [_spec(path, name, entry) for name, entry in tables.items()]
+    lines = TomlLines(path, text)
+    return [_spec(path, name, entry, lines) for name, entry in tables.items()]
 
 
-def _spec(path: Path, name: str, entry: Any) -> SourceSpec:
+def _spec(path: Path, name: str, entry: Any, lines: TomlLines) -> SourceSpec:
     where = f"{path}: sources.{name}"
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a table.")
@@ -88,7 +92,30 @@ def _spec(path: Path, name: str, entry: Any) -> SourceSpec:
         policy=_relative(folder, entry["policy"]) if "policy" in entry else None,
         role=entry.get("role"),
         descriptions=_relative(folder, entry["descriptions"]) if "descriptions" in entry else None,
+        role_at=lines.where("sources", name, "role"),
     )
+
+
+def _check_role(spec: SourceSpec) -> None:
+    """A role a sources file names must be a role of the source's policy: else it is refused at start, with the
+    file and the line."""
+    from sophrosyne.policy import load_policy
+    from sophrosyne.policy.names import closest
+
+    if spec.role is None:
+        return
+    if spec.policy is None:
+        raise ConfigError(
+            f"{spec.role_at}: sources.{spec.name}.role is `{spec.role}`, but the source has no policy.",
+            hint='Give the source a policy file (policy = "FILE") that defines the role, or remove `role`.',
+        )
+    roles = sorted(load_policy(spec.policy).roles)
+    if spec.role not in roles:
+        near = closest(spec.role, roles)
+        raise ConfigError(
+            f"{spec.role_at}: sources.{spec.name}.role names role `{spec.role}`, which {spec.policy} does not define.",
+            hint=(f"Did you mean `{near}`? " if near else "") + f"Its roles are {', '.join(roles)}.",
+        )
 
 
 def _expand(text: str, where: str) -> str:
@@ -133,6 +160,7 @@ class Sources:
         environments: dict[str, Environment] = {}
         try:
             for spec in specs:
+                _check_role(spec)
                 own = settings.model_copy(update={"policy_file": spec.policy})
                 environments[spec.name] = Environment.open(
                     spec.target,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sophrosyne.catalog import load_bird_descriptions
 from sophrosyne.connection import open_database
+from sophrosyne.index.cache import unavailable
 from sophrosyne.index.embedders import default_embedder
 from sophrosyne.index.schema_index import Progress, index_folder, load_or_build
 from sophrosyne.index.values import ValueBudget, load_or_build_values, values_path
@@ -38,8 +39,9 @@ def index_database(
 ) -> IndexReport:
     """Index every column (BM25 + embeddings) and, with `values`, the distinct text values, into the cache.
 
-    The index is keyed by a hash of the schema and descriptions, so it is reused while they are unchanged;
-    values are read through the database's timed read-only session like every other reader.
+    The index is keyed by a hash of the schema and descriptions, so it is reused while they are unchanged
+    (a value index that a time limit cut short is read again); values are read through the database's timed
+    read-only session like every other reader. CacheUnavailable when the cache cannot be written.
     """
     database = open_database(target, settings)
     try:
@@ -50,9 +52,13 @@ def index_database(
         folder = index_folder(settings.cache_dir, catalog, embedder)
         if rebuild:
             shutil.rmtree(folder, ignore_errors=True)
-            values_path(settings.cache_dir, catalog).unlink(missing_ok=True)
+            try:
+                values_path(settings.cache_dir, catalog).unlink(missing_ok=True)
+            except OSError as exc:
+                raise unavailable("the value index", settings.cache_dir, exc) from None
         started = time.perf_counter()
-        index = load_or_build(catalog, settings.cache_dir, embedder=embedder, progress=progress)
+        # Saving is what this command is for: a cache that cannot be written is an error here, not a note.
+        index = load_or_build(catalog, settings.cache_dir, embedder=embedder, progress=progress, must_save=True)
         count = None
         if values:
             if progress:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from sophrosyne.catalog import Catalog
 from sophrosyne.errors import ConfigError
+from sophrosyne.index.cache import clean_stale, reason, tell_once, temp_prefix, unavailable
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.fusion import reciprocal_rank_fusion
 from sophrosyne.index.text import expanded, split_identifier, tokenize
@@ -117,6 +118,7 @@ class SchemaIndex:
         self.embedder = embedder
         self.key = key
         self.build_s = 0.0
+        self.unsaved: str | None = None  # why the index is kept in memory only (the cache could not be written)
         # What directives derive from this index per catalog (column maps, vocabulary vectors), kept with it so
         # that it lives and dies with the index. Keys hold ids; values hold the objects, checked on reading.
         self.derived: dict[tuple[Any, ...], tuple[Any, Any]] = {}
@@ -162,7 +164,7 @@ class SchemaIndex:
         schema's index at once, each into a folder of its own, renamed into place."""
         folder = Path(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(folder), dir=folder.parent))
         try:
             self.bm25.save(str(tmp / "bm25"), show_progress=False)
             self.vectors.save(tmp)
@@ -258,11 +260,20 @@ def index_folder(cache_dir: Path, catalog: Catalog, embedder: Embedder) -> Path:
 
 
 def load_or_build(
-    catalog: Catalog, cache_dir: Path, embedder: Embedder | None = None, progress: Progress | None = None
+    catalog: Catalog,
+    cache_dir: Path,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    *,
+    must_save: bool = False,
 ) -> SchemaIndex:
-    """The cached index of this schema if one exists (same schema hash), else a new one, saved to the cache."""
+    """The cached index of this schema if one exists (same schema hash), else a new one, saved to the cache.
+
+    A cache that cannot be written keeps the new index in memory (`unsaved` says why, logged once), unless
+    `must_save` (`sophrosyne index`, whose work is the saving): then CacheUnavailable."""
     embedder = embedder or default_embedder()
     folder = index_folder(cache_dir, catalog, embedder)
+    clean_stale(folder.parent)
     if (folder / "manifest.json").exists():
         try:
             index = SchemaIndex.load(folder, embedder)
@@ -271,5 +282,11 @@ def load_or_build(
         except (ConfigError, OSError, ValueError, KeyError):
             pass  # a damaged cache entry is rebuilt below
     index = SchemaIndex.build(catalog, embedder=embedder, progress=progress)
-    index.save(folder)
+    try:
+        index.save(folder)
+    except OSError as exc:
+        if must_save:
+            raise unavailable("the schema index", folder.parent, exc) from None
+        index.unsaved = reason(exc)
+        tell_once(f"the schema index could not be saved in {folder.parent} ({index.unsaved}): kept in memory only")
     return index

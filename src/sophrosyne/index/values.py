@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -16,10 +17,13 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from sophrosyne.catalog import Catalog, is_text_type
+from sophrosyne.index.cache import clean_stale, temp_prefix, unavailable
 from sophrosyne.index.text import stem
 
 if TYPE_CHECKING:
     from sophrosyne.connection import Database
+
+logger = logging.getLogger("sophrosyne.index")
 
 
 def normalize_value(value: str) -> str:
@@ -83,8 +87,9 @@ class ValueIndex:
 
     columns: list[tuple[str, str]] = field(default_factory=list)
     values: dict[str, list[int]] = field(default_factory=dict)
-    complete: bool = True
+    complete: bool = True  # False when a budget stopped the reading (saved with it: `sophrosyne index` redoes it)
     build_s: float = 0.0
+    unsaved: str | None = field(default=None, compare=False)  # why it is kept in memory only
     _forms: dict[str, list[int]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def lookup(self, literal: str, forms: bool = True) -> list[tuple[str, str]]:
@@ -171,13 +176,18 @@ class ValueIndex:
         return cls.build(catalog, fetch, budget)
 
     def save(self, path: Path) -> None:
-        """Written to a file of its own, then renamed into place: a reader never sees half a file."""
+        """Written to a file of its own, then renamed into place: a reader never sees half a file. A write that
+        fails (a full disk) removes its temp file; one killed leaves it to `clean_stale`."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
-        with os.fdopen(handle, "w") as out:
-            out.write(json.dumps({"columns": self.columns, "values": self.values, "complete": self.complete}))
-        os.replace(name, path)
+        handle, name = tempfile.mkstemp(prefix=temp_prefix(path), dir=path.parent)
+        try:
+            with os.fdopen(handle, "w") as out:
+                out.write(json.dumps({"columns": self.columns, "values": self.values, "complete": self.complete}))
+            os.replace(name, path)
+        except BaseException:
+            Path(name).unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: Path) -> ValueIndex:
@@ -194,15 +204,22 @@ def values_path(cache_dir: Path, catalog: Catalog) -> Path:
 def load_or_build_values(
     catalog: Catalog, cache_dir: Path, database: Database, budget: ValueBudget | None = None
 ) -> ValueIndex:
-    """The cached value index of this schema, else one read from `database` and saved. Data changes do not
-    change the key: rebuild with `sophrosyne index`."""
+    """The cached value index of this schema when it is complete, else one read from `database` and saved
+    (`sophrosyne index`: a partial one, saved by a server within its time limit, is read again). Data changes
+    do not change the key: rebuild with `sophrosyne index --rebuild`."""
     path = values_path(cache_dir, catalog)
+    clean_stale(path.parent)
     if path.exists():
         try:
-            return ValueIndex.load(path)
+            saved = ValueIndex.load(path)
+            if saved.complete:
+                return saved
+            logger.info("the saved value index %s is partial: reading the values again", path)
         except (OSError, ValueError, KeyError):
             pass  # a damaged cache entry is rebuilt below
     index = ValueIndex.from_database(catalog, database, budget)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    index.save(path)
+    try:
+        index.save(path)
+    except OSError as exc:
+        raise unavailable("the value index", path.parent, exc) from None
     return index

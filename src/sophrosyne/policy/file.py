@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlglot import exp
-
 from sophrosyne.catalog import Catalog
 from sophrosyne.errors import ConfigError
 from sophrosyne.policy.roles import Role, TableRule
 from sophrosyne.policy.row_filter import parse_row_filter
+from sophrosyne.toml_lines import TomlLines
 
 _TOP_KEYS = {"default_role", "roles", "tokens"}
 _ROLE_KEYS = {"description", "deny", "unlisted", "tables"}
@@ -30,13 +29,18 @@ class Policy:
     roles: dict[str, Role]
     default_role_name: str
     token_hashes: dict[str, str] = field(default_factory=dict)  # sha256 hex -> role name
+    lines: TomlLines | None = None  # where each key is written, for errors that name the line
+
+    def where(self, *keys: str, value: str | None = None) -> str:
+        """`file:line` of a key (or of a value in it), to begin an error with; empty without a file."""
+        return self.lines.where(*keys, value=value) if self.lines is not None else "the policy"
 
     def role(self, name: str) -> Role:
         try:
             return self.roles[name]
         except KeyError:
-            known = ", ".join(sorted(self.roles))
-            raise ConfigError(f"no role `{name}` in the policy", hint=f"roles: {known}") from None
+            where = f"policy file {self.lines.path}" if self.lines is not None else "the policy"
+            raise ConfigError(f"no role `{name}` in {where}", hint=_roles_hint(name, self.roles)) from None
 
     @property
     def default_role(self) -> Role:
@@ -52,24 +56,11 @@ class Policy:
         return None if found is None else self.roles[found]
 
     def check(self, catalog: Catalog) -> None:
-        """ConfigError when a rule names a table or column the database does not have."""
-        for role in self.roles.values():
-            for name, rule in role.tables.items():
-                table = catalog.table(name)
-                where = f"role `{role.name}`, table `{name}`"
-                if table is None:
-                    raise ConfigError(f"{where}: no such table in the database")
-                for column in [*(rule.columns or []), *rule.hidden]:
-                    if table.column(column) is None:
-                        raise ConfigError(f"{where}: no column `{column}`")
-                if rule.row_filter:
-                    predicate = parse_row_filter(rule.row_filter, catalog.dialect, where)
-                    for inner in predicate.find_all(exp.Table):
-                        if catalog.table(inner.name) is None:
-                            raise ConfigError(f"{where}: the row filter reads unknown table `{inner.name}`")
-                    for col in predicate.find_all(exp.Column):
-                        if col.find_ancestor(exp.Select) is None and table.column(col.name) is None:
-                            raise ConfigError(f"{where}: the row filter uses unknown column `{col.name}`")
+        """ConfigError, with the file and the line, when the policy names a table, column or role that the
+        database does not have: a misspelt name must not leave the table it meant unguarded."""
+        from sophrosyne.policy.names import check_names
+
+        check_names(self, catalog)
 
 
 def hash_token(token: str) -> str:
@@ -81,19 +72,23 @@ def load_policy(path: str | Path) -> Policy:
     """Read a TOML policy file; ConfigError names the file and the key that is wrong."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"policy file {path} does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"policy file {path} is not valid TOML: {error}") from None
+    lines = TomlLines(path, text)
     try:
-        return parse_policy(data)
+        return parse_policy(data, lines)
     except ConfigError as error:
+        if error.message.startswith(str(path)):
+            raise
         raise ConfigError(f"{path}: {error.message}", hint=error.hint) from None
 
 
-def parse_policy(data: dict[str, Any]) -> Policy:
-    """Build a Policy from parsed TOML (a dict)."""
+def parse_policy(data: dict[str, Any], lines: TomlLines | None = None) -> Policy:
+    """Build a Policy from parsed TOML (a dict); `lines` says where each key is written, for errors."""
     _only_keys(data, _TOP_KEYS, "")
     roles_data = _typed(data.get("roles", {}), dict, "roles")
     if not roles_data:
@@ -105,7 +100,8 @@ def parse_policy(data: dict[str, Any]) -> Policy:
             raise ConfigError("`default_role` is missing", hint=f"set it to one of: {', '.join(sorted(roles))}")
         default = next(iter(roles))
     if default not in roles:
-        raise ConfigError(f"`default_role` names unknown role `{default}`")
+        at = f"{lines.where('default_role')}: " if lines else ""
+        raise ConfigError(f"{at}`default_role` names unknown role `{default}`", hint=_roles_hint(default, roles))
     tokens: dict[str, str] = {}
     for digest, role in _typed(data.get("tokens", {}), dict, "tokens").items():
         if not _SHA256_HEX.match(digest):
@@ -114,9 +110,17 @@ def parse_policy(data: dict[str, Any]) -> Policy:
                 hint="store sha256(token) in lower-case hex, never the token itself",
             )
         if _typed(role, str, f"tokens.{digest[:12]}") not in roles:
-            raise ConfigError(f"tokens: a token maps to unknown role `{role}`")
+            at = f"{lines.where('tokens', digest)}: " if lines else ""
+            raise ConfigError(f"{at}tokens: a token maps to unknown role `{role}`", hint=_roles_hint(role, roles))
         tokens[digest] = role
-    return Policy(roles=roles, default_role_name=default, token_hashes=tokens)
+    return Policy(roles=roles, default_role_name=default, token_hashes=tokens, lines=lines)
+
+
+def _roles_hint(name: str, roles: dict[str, Role]) -> str:
+    from sophrosyne.policy.names import closest
+
+    near = closest(name, sorted(roles))
+    return (f"Did you mean `{near}`? " if near else "") + f"The roles are {', '.join(sorted(roles))}."
 
 
 def _parse_role(name: str, body: dict[str, Any]) -> Role:
