@@ -7,14 +7,19 @@ PostgreSQL and MySQL, whose drivers read a whole result first otherwise).
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from itertools import chain
 from typing import Any
+from uuid import UUID
 
 from sophrosyne.engines import Cursor
 
 # Rows fetched at most at once, and the share of the byte bound one fetch may bring in at the largest row
 # size seen so far: the first fetch is one row, whose size sets the next.
-_MOST_AT_ONCE = 1000
+_MOST_AT_ONCE = 10_000
 _FETCH_SHARE = 8
 _MEASURED = 100
 
@@ -47,18 +52,26 @@ def read_rows(cursor: Cursor, limit: int | None, *, value_chars: int, result_byt
     """At most `limit` rows (all without one), each value cut to `value_chars` characters (or bytes), and no
     more rows once their values pass `result_bytes` (the first row is always kept, cut)."""
     wanted = None if limit is None else limit + 1  # one more tells whether there were more
-    rows: list[tuple[Any, ...]] = []
+    rows: list[Any] = []  # the driver's rows (tuples), each kept as it came unless a value was cut
     total = cut = largest = 0
     batch = 1
     while wanted is None or len(rows) < wanted:
         asked = batch if wanted is None else min(batch, wanted - len(rows))
         fetched = cursor.fetchmany(asked)
-        for raw in fetched:
-            row, size, cuts, raw_size = _bounded(raw, value_chars)
-            if rows and total + size > result_bytes:
-                return Read(rows[:limit] if limit is not None else rows, True, cut, result_bytes)
-            rows.append(row)
-            total, cut, largest = total + size, cut + cuts, max(largest, raw_size)
+        size, longest = _batch_size(fetched)
+        if longest <= value_chars and (not rows or total + size <= result_bytes):
+            # The common case, measured a batch at a time: nothing to cut, the bound not reached.
+            rows.extend(fetched)
+            total += size
+            largest = max(largest, longest, size // max(len(fetched), 1))
+        else:
+            for raw in fetched:
+                raw_size = _row_size(raw)
+                row, size, cuts = (raw, raw_size, 0) if raw_size <= value_chars else _cut(raw, value_chars)
+                if rows and total + size > result_bytes:
+                    return Read(rows[:limit] if limit is not None else rows, True, cut, result_bytes)
+                rows.append(row)
+                total, cut, largest = total + size, cut + cuts, max(largest, raw_size)
         if len(fetched) < asked:
             break
         batch = max(1, min(_MOST_AT_ONCE, result_bytes // _FETCH_SHARE // max(largest, 1)))
@@ -66,19 +79,48 @@ def read_rows(cursor: Cursor, limit: int | None, *, value_chars: int, result_byt
     return Read(rows[:limit] if limit is not None else rows, more, cut)
 
 
-def _bounded(raw: Any, most: int) -> tuple[tuple[Any, ...], int, int, int]:
-    """The row with long values cut, its size after and before, and how many values were cut."""
+def _batch_size(rows: Sequence[Any]) -> tuple[int, int]:
+    """About how many bytes the rows hold, and the longest text or blob among them: comprehensions over all
+    the values at once, a call to _size only for the values of other kinds than the common ones."""
+    values = list(chain.from_iterable(rows))
+    lengths = [len(v) for v in values if type(v) in _SIZED]
+    others = [_size(v) for v in values if type(v) not in _SIZED and type(v) not in _SMALL]
+    plain = len(values) - len(lengths) - len(others)
+    return sum(lengths) + sum(others) + 8 * plain, max(lengths, default=0)
+
+
+# Kinds measured by their length, and kinds of about 8 bytes whatever their value.
+_SIZED = frozenset({str, bytes, bytearray, memoryview})
+_SMALL = frozenset({int, float, bool, type(None), Decimal, dt.date, dt.datetime, dt.time, dt.timedelta, UUID})
+
+
+def _row_size(row: Any) -> int:
+    """About how many bytes a row holds; the common values are measured here, without a call each."""
+    size = 0
+    for value in row:
+        kind = type(value)
+        if kind is str or kind is bytes:
+            size += len(value)
+        elif kind is int or kind is float or value is None:
+            size += 8
+        else:
+            size += _size(value)
+    return size
+
+
+def _cut(raw: Any, most: int) -> tuple[tuple[Any, ...], int, int]:
+    """The row with each value longer than `most` cut (a row no longer than `most` in all has none), its
+    size after, and how many values were cut."""
     values = []
-    size = cuts = raw_size = 0
+    size = cuts = 0
     for value in raw:
         n = _size(value)
-        raw_size += n
         if n > most and isinstance(value, str | bytes | bytearray | memoryview):
             value = value[:most] if isinstance(value, str) else bytes(value[:most])
             n, cuts = most, cuts + 1
         values.append(value)
         size += n
-    return tuple(values), size, cuts, raw_size
+    return tuple(values), size, cuts
 
 
 def _size(value: Any, depth: int = 0) -> int:

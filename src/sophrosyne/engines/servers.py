@@ -74,19 +74,11 @@ class PostgreSQL(ServerEngine):
     def reading(self, cursor: Cursor, sql: str, deadline: float) -> Iterator[Cursor]:
         # psycopg reads a whole result into memory before the first row is fetched: a server-side cursor
         # (DECLARE, then FETCH a few rows at a time) hands rows over as they are asked for. DECLARE takes a
-        # query only: a plan (EXPLAIN) is read as before.
+        # query only: a plan (EXPLAIN) is read as before. The cursor ends with the session's transaction.
         if not _DECLARABLE.match(sql):
             yield from _plain(cursor, sql)
             return
-        import psycopg
-
-        named = cursor.connection.cursor(name="sophrosyne_rows")  # type: ignore[attr-defined]
-        try:
-            named.execute(sql)
-            yield _Fetching(named, cursor, deadline)
-        finally:
-            with contextlib.suppress(psycopg.Error):  # a failed statement took its cursor with it
-                named.close()
+        yield _Fetching(cursor, sql, deadline)
 
     def interrupt(self, raw: Any) -> None:
         # The server's own cancel request, on a connection of its own: the session's stays busy meanwhile.
@@ -270,36 +262,49 @@ def _plain(cursor: Cursor, sql: str) -> Iterator[Cursor]:
 
 
 class _Fetching:
-    """A PostgreSQL server-side cursor whose each FETCH gets what is left of the statement's time: the
-    session's statement_timeout would give every FETCH the whole timeout again."""
+    """A PostgreSQL server-side cursor read through the session's own cursor, one round trip per FETCH.
 
-    def __init__(self, named: Any, session: Cursor, deadline: float) -> None:
-        self.named = named
+    The DECLARE travels with the first FETCH (of one row, whose size sets the next: see reading.py), and
+    each later FETCH with a statement_timeout of what is left of the statement's time: the session's would
+    give every FETCH the whole timeout again. Statements of one message are timed each on its own."""
+
+    def __init__(self, session: Cursor, sql: str, deadline: float) -> None:
         self.session = session
         self.deadline = deadline
+        # A newline ends a trailing `--` comment of the statement before the next one starts.
+        self._run(f"DECLARE {_CURSOR} NO SCROLL CURSOR FOR\n{sql}\n;FETCH 1 FROM {_CURSOR}")
+        self.waiting: list[Row] = list(session.fetchall())
+        self.description = session.description
 
-    @property
-    def description(self) -> Sequence[Sequence[Any]] | None:
-        return self.named.description  # type: ignore[no-any-return]
+    def _run(self, statements: str) -> None:
+        self.session.execute(statements)
+        self.session.nextset()  # type: ignore[attr-defined]  # to the FETCH's rows
 
     def execute(self, sql: str, /) -> Any:
         raise TypeError("a result being read runs no other statement")
 
-    def _in_time(self) -> None:
-        left_ms = max(1, int((self.deadline - time.monotonic()) * 1000))  # 0 would mean no limit
-        self.session.execute(f"SELECT set_config('statement_timeout', '{left_ms}', true)")
-
     def fetchone(self) -> Row | None:
-        self._in_time()
-        return self.named.fetchone()  # type: ignore[no-any-return]
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
 
     def fetchmany(self, size: int, /) -> Sequence[Row]:
-        self._in_time()
-        return self.named.fetchmany(size)  # type: ignore[no-any-return]
+        if self.waiting:
+            rows, self.waiting = self.waiting[:size], self.waiting[size:]
+            return rows
+        self._run(f"{self._in_time()};FETCH {int(size)} FROM {_CURSOR}")
+        return self.session.fetchall()
 
     def fetchall(self) -> Sequence[Row]:
-        self._in_time()
-        return self.named.fetchall()  # type: ignore[no-any-return]
+        rows, self.waiting = self.waiting, []
+        self._run(f"{self._in_time()};FETCH ALL FROM {_CURSOR}")
+        return rows + list(self.session.fetchall())
+
+    def _in_time(self) -> str:
+        left_ms = max(1, int((self.deadline - time.monotonic()) * 1000))  # 0 would mean no limit
+        return f"SELECT set_config('statement_timeout', '{left_ms}', true)"
+
+
+_CURSOR = "sophrosyne_rows"
 
 
 # The schemas of PostgreSQL's own catalogs; every other schema holds user tables.
