@@ -217,7 +217,7 @@ def test_cte_named_like_its_table_means_what_the_engine_says(
     outcome, unrestricted = run(restricted, query), run(env, query)
     if engine == "sqlite":
         assert isinstance(outcome, SophrosyneError) and isinstance(unrestricted, SophrosyneError)
-        assert "circular" in outcome.message
+        assert "circular" in outcome.full_message
     else:
         assert outcome == expected
 

@@ -273,7 +273,7 @@ QUOTING = {
 
 
 def test_an_engine_message_quoting_a_value_is_shown_inside_a_block(hostile: Hostile) -> None:
-    template = QUOTING.get(hostile.env.dialect, "SELECT no_such_function(label) FROM {t} WHERE id = {n}")
+    template = QUOTING.get(hostile.env.dialect, "SELECT json(label) FROM {t} WHERE id = {n}")
     sql = template.format(t=hostile.sql_name(hostile.table), n=len(VALUES) + 1)
     failed = call(hostile.env, "execute_sql", {"sql": sql})
     assert failed.is_error
@@ -365,7 +365,7 @@ def test_the_cli_prints_no_control_character_of_the_database(hostile_file: str) 
         result = CliRunner().invoke(app, args)
         for out in (result.stdout, result.stderr):
             assert not [c for c in out if unicodedata.category(c) in ("Cc", "Zl", "Zp") and c not in "\n"], args
-    failed = CliRunner().invoke(app, ["sql", hostile_file, f"SELECT no_such_function({column}) FROM {table}"])
+    failed = CliRunner().invoke(app, ["sql", hostile_file, f"SELECT json({column}) FROM {table}"])
     assert failed.exit_code == 1 and failed.stderr.startswith("error: the database failed the statement")
     assert "no such function" in failed.stderr.lower()
 
