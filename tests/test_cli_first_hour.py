@@ -98,7 +98,7 @@ def test_a_source_that_cannot_be_reached_says_so_with_its_name(tmp_path: Path) -
     sources.write_text('[sources.shop]\nurl = "postgresql://postgres@127.0.0.1:1/shop"\ndescription = "Sales."\n')
     code, _, err = invoke("sources", "--sources", str(sources))
     assert code == 1 and "unexpected" not in err
-    assert err.startswith("error: cannot read the schema of `shop` (postgresql+psycopg://postgres@127.0.0.1:1/shop)")
+    assert err.startswith("error: source `shop`: cannot connect to postgresql+psycopg://postgres@127.0.0.1:1/shop")
     assert "hint: Check that the server runs" in err
 
 

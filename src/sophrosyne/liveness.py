@@ -55,6 +55,8 @@ class LiveCatalog:
 
         try:
             return read_catalog(self.db)
+        except ConnectionFailed as exc:
+            raise ConnectionFailed(f"source `{self.db.name}`: {exc.message}", hint=exc.hint) from None
         except DBAPIError as exc:
             said = str(exc.orig or exc).strip().splitlines()
             raise ConnectionFailed(
