@@ -3,6 +3,7 @@ closes, so that no name, value, comment or engine message can end the block or s
 
 from __future__ import annotations
 
+import re
 import secrets
 
 
@@ -16,6 +17,15 @@ def open_data(nonce: str) -> str:
 
 def close_data(nonce: str) -> str:
     return f"</data {nonce}>"
+
+
+# A block as open_data and close_data write it, its content between (a nonce is hexadecimal).
+_BLOCK = re.compile(r"<data ([0-9a-f]+)>\n?(.*?)</data \1>", re.DOTALL)
+
+
+def block_contents(text: str) -> list[str]:
+    """The contents of the data blocks in a response, in order: what the database returned, nothing else."""
+    return [match.group(2) for match in _BLOCK.finditer(text)]
 
 
 def _escapes() -> dict[int, str]:

@@ -10,6 +10,7 @@ from typing import Any
 from sophrosyne.agent.outcome import Clarification, Outcome, Step, Trace
 from sophrosyne.agent.review import review_query
 from sophrosyne.agent.tools import Toolbox, ToolOutput, no_tool, rows_of
+from sophrosyne.data_blocks import block_contents
 from sophrosyne.errors import QueryFailed
 from sophrosyne.llm import Conversation, ModelClient, ToolCall, ToolSpec
 from sophrosyne.settings import Settings
@@ -70,8 +71,6 @@ GROUNDING_TOOLS = ("get_distinct_values", "find_rows")
 _ECHOING_TOOLS = ("list_tables", "search_schema")
 # Literals that are not labels to look up: numbers, dates and times.
 _NOT_A_LABEL = re.compile(r"^[\d\s.:+\-/TZ%]*$")
-# A data block of a Sophrosyne answer: `<data NONCE>` ... `</data NONCE>` (results.open_data / close_data).
-_DATA_BLOCK = re.compile(r"<data ([0-9a-f]+)>\n?(.*?)</data \1>", re.DOTALL)
 
 
 @dataclass
@@ -313,7 +312,7 @@ def returned_data(output: ToolOutput) -> str:
     the arguments it echoes."""
     if output.name in _ECHOING_TOOLS:
         return ""
-    blocks = [match.group(2) for match in _DATA_BLOCK.finditer(output.text)]
+    blocks = block_contents(output.text)
     if blocks:
         return "\n".join(blocks)
     arguments = [v for v in output.arguments.values() if isinstance(v, str) and v]
