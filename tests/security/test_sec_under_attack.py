@@ -6,6 +6,8 @@ Each case is a spawned `sophrosyne serve --http` on 127.0.0.1. The cases, by id:
 - `cte_chain`: a chain of 500 CTEs on PostgreSQL, whose planning ignores the time limit (finding 6, sec-sql);
 - `huge_result`: one value of 400 MB on SQLite, read and carried whole (finding 7, sec-run);
 - `half_open`: a flood of connections that never send their request (finding 8, this branch).
+
+A benchmark of about 25 s, so marked slow: `.ci/run` runs it on its own, with `-n 0`, after the suite.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from fixtures.http_attacks import (
     spawned,
     timed,
 )
+
+pytestmark = pytest.mark.slow
 
 ANSWER_S = 1.0
 MEMORY_BYTES = 2**30
