@@ -101,7 +101,7 @@ def test_completions_offer_only_names_the_role_sees(portal: BlockingPortal, cler
 
 
 # Some tenths of a second of work on SQLite: longer than the notices' tick below.
-SLOW = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT COUNT(*) FROM c"
+SLOW = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000) SELECT COUNT(*) FROM c"
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -575,3 +575,23 @@ def test_bad_arguments_are_invalid_argument_errors(env: Environment, call: Any, 
     with pytest.raises(InvalidArgument, match=message) as raised:
         call(env)
     assert raised.value.hint
+
+
+def test_an_engine_error_holding_a_column_s_letters_is_kept_as_the_engine_said_it(env: Environment) -> None:
+    """A column is named unknown only when the engine says so of that name: the CTE column `i` is in the
+    letters of "string or blob too big", which once came back as "no column `i`"."""
+    import sqlglot
+
+    from sophrosyne.errors import QueryFailed
+    from sophrosyne.lookup import explain_error
+
+    sql = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) SELECT i FROM r"
+    tree = sqlglot.parse_one(sql, read=env.dialect)
+    failed = QueryFailed("the database failed the statement; its message:", quoted="string or blob too big")
+    assert explain_error(failed, tree, env.catalog, env.db.name) is failed
+    wrong = sqlglot.parse_one("SELECT nope FROM employees", read=env.dialect)
+    missing = QueryFailed("the database failed the statement; its message:", quoted="no such column: nope")
+    assert isinstance(explain_error(missing, wrong, env.catalog, env.db.name), UnknownColumn)
+    # And end to end: the engine's own words for a statement it cannot run come back as its words.
+    with pytest.raises(UnknownColumn, match="nope"):
+        env.execute_sql("SELECT nope FROM employees")

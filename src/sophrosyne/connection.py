@@ -279,6 +279,9 @@ class FilePool:
             raise open_failure(self.path, _first_line(exc)) from None
 
     def release(self, raw: Any) -> None:
+        if getattr(raw, "broken", False):  # a DuckDB process that ended: not kept for the next call
+            self._close(raw)
+            return
         with self._lock:
             current = self._opened.get(id(raw)) == self.identity
             if current and len(self._idle) < self.keep:
@@ -464,6 +467,12 @@ def _translate(exc: Exception, timeout_s: float) -> SophrosyneError:
             hint="Add filters or a LIMIT, aggregate before joining, or avoid scanning large tables whole.",
         )
     # The engine's words may quote data (`invalid input syntax for type integer: "…"`): they are its, not ours.
+    if "out of memory" in lowered:
+        return QueryFailed(
+            "the statement needed more memory than one statement may hold and was stopped; its message:",
+            quoted=message,
+            hint="Select shorter values (e.g. substr()) or fewer rows, filter first, or aggregate before joining.",
+        )
     if "read-only" in lowered or "read only" in lowered or "readonly" in lowered:
         return QueryFailed("the database is opened read-only and refused the statement; its message:", quoted=message)
     return QueryFailed("the database failed the statement; its message:", quoted=message)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from sophrosyne.catalog import Catalog, Column, Table
@@ -69,12 +71,23 @@ def explain_error(exc: QueryFailed, expression: exp.Expression, catalog: Catalog
         owner = tables.get(col.table.lower()) if col.table else None
         candidates = owner.column_names if owner else sorted({c for t in tables.values() for c in t.column_names})
         where = f"`{owner.name}`" if owner else "the tables of this query"
-        if name in (exc.quoted or exc.message).lower():
+        if _names_missing(name, (exc.quoted or exc.message).lower()):
             return UnknownColumn(
                 f"no column `{col.name}` in {where}.",
                 hint=did_you_mean(col.name, candidates, "describe_table"),
             )
     return exc
+
+
+# How the engines say a name is unknown (SQLite, DuckDB, PostgreSQL, MySQL/MariaDB).
+_UNKNOWN_NAME = re.compile(
+    r"no such column|unknown column|does not exist|not found|could not be found|does not have a column"
+)
+
+
+def _names_missing(name: str, message: str) -> bool:
+    """Whether the engine's `message` says that column `name` is unknown (not merely holds its letters)."""
+    return bool(_UNKNOWN_NAME.search(message)) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", message) is not None
 
 
 def did_you_mean(name: str, choices: list[str], fallback: str) -> str:

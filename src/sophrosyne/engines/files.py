@@ -137,22 +137,22 @@ class DuckDB(FileEngine):
     idle_close_s = 1.0
 
     def connect(self, path: Path) -> Any:
-        import duckdb
+        from sophrosyne.engines.duckdb_process import ProcessConnection
 
-        # No files, network or extensions, and no Python variables standing in for tables.
+        # No files, network or extensions, no Python variables standing in for tables, and no spilling to a
+        # temporary folder beside the database: a statement past its memory stops with DuckDB's error.
         config: dict[str, str | bool | int | float | list[str]] = {
             "enable_external_access": False,
             "python_enable_replacements": False,
+            "temp_directory": "",
         }
         if "?" not in str(path):
-            return duckdb.connect(str(path), read_only=True, config=config)
+            return ProcessConnection(str(path), config)
         # DuckDB names the write-ahead log of `a?b` as `a.wal?b`, a path outside the database, which it may
         # not open without external access: the access is closed right after opening (and cannot be opened
         # again while the database runs), before any statement.
         del config["enable_external_access"]
-        conn = duckdb.connect(str(path), read_only=True, config=config)
-        conn.execute("SET enable_external_access = false")
-        return conn
+        return ProcessConnection(str(path), config, after_open=["SET enable_external_access = false"])
 
     def error(self) -> type[Exception]:
         import duckdb
