@@ -466,13 +466,13 @@ def _translate(exc: Exception, timeout_s: float) -> SophrosyneError:
             f"the statement ran longer than the {timeout_s:g} s timeout and was stopped.",
             hint="Add filters or a LIMIT, aggregate before joining, or avoid scanning large tables whole.",
         )
-    # The engine's words may quote data (`invalid input syntax for type integer: "…"`): they are its, not ours.
-    if "out of memory" in lowered:
+    if "out of memory" in lowered:  # DuckDB past its process's cap (engines/duckdb_process.py), for one
         return QueryFailed(
             "the statement needed more memory than one statement may hold and was stopped; its message:",
             quoted=message,
             hint="Select shorter values (e.g. substr()) or fewer rows, filter first, or aggregate before joining.",
         )
+    # The engine's words may quote data (`invalid input syntax for type integer: "…"`): they are its, not ours.
     if "read-only" in lowered or "read only" in lowered or "readonly" in lowered:
         return QueryFailed("the database is opened read-only and refused the statement; its message:", quoted=message)
     return QueryFailed("the database failed the statement; its message:", quoted=message)

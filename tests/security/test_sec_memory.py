@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from fixtures.engines import ENGINES, SERVER_ENGINES
+from fixtures.serving import children_of
 from sophrosyne.errors import ConnectionFailed, QueryFailed
 
 ROWS = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < {n}) "
@@ -161,17 +162,7 @@ def _duckdb_processes() -> list[int]:
     from sophrosyne.engines import duckdb_process
 
     zygote = duckdb_process._ZYGOTE._process
-    if zygote is None:
-        return []
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().rsplit(")", 1)[1].split()[1] == str(zygote.pid):
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
+    return [] if zygote is None else children_of(zygote.pid)
 
 
 def test_a_duckdb_process_that_ends_is_replaced_and_none_outlives_its_database(tmp_path: Path) -> None:

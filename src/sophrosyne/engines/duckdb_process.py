@@ -145,23 +145,29 @@ class _Zygote:
     def fork(self, args: tuple[Any, ...]) -> tuple[socket.socket, socket.socket, int]:
         channel, their_channel = socket.socketpair()
         interrupts, their_interrupts = socket.socketpair()
+        message, ends = [pickle.dumps(args)], [their_channel.fileno(), their_interrupts.fileno()]
         try:
             with self._lock:
-                for attempt in range(2):
-                    control = self._started()
-                    try:
-                        ends = [their_channel.fileno(), their_interrupts.fileno()]
-                        socket.send_fds(control, [pickle.dumps(args)], ends)
-                        pid = int.from_bytes(_exactly(control, 8), "big")
-                        return channel, interrupts, pid
-                    except (EOFError, OSError):
-                        self.stop()
-                        if attempt:
-                            raise duckdb.ConnectionException("cannot start a DuckDB process.") from None
+                try:
+                    pid = self._ask(message, ends)
+                except (EOFError, OSError):
+                    self.stop()  # the zygote ended meanwhile: a new one, once
+                    pid = self._ask(message, ends)
+            return channel, interrupts, pid
+        except (EOFError, OSError):
+            self.stop()
+            channel.close()
+            interrupts.close()
+            raise duckdb.ConnectionException("cannot start a DuckDB process.") from None
         finally:
             their_channel.close()
             their_interrupts.close()
-        raise AssertionError("unreachable")
+
+    def _ask(self, message: list[bytes], ends: list[int]) -> int:
+        """(Under the lock.) Have the zygote fork a child that serves over `ends`; the child's pid."""
+        control = self._started()
+        socket.send_fds(control, message, ends)
+        return int.from_bytes(_exactly(control, 8), "big")
 
     def _started(self) -> socket.socket:
         if self._control is not None and self._process is not None and self._process.poll() is None:
