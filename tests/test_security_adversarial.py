@@ -410,3 +410,20 @@ def test_tools_return_only_rows_in_scope(restricted: Environment) -> None:
         described = restricted.describe_table(table)
         assert leaked([c.samples for c in described.columns]) == []
         assert described.row_estimate is None
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT (SELECT COUNT(*) FROM employees), 1 + (SELECT MAX(e.employee_id) FROM employees AS e) FROM departments",
+        "SELECT COUNT(*) * 100 / (SELECT COUNT(*) FROM employees WHERE department = 'D042') FROM employees",
+        'SELECT (SELECT MIN("dept_code") FROM "departments") FROM employees AS employees',
+    ],
+)
+def test_headers_read_as_written_whatever_the_role(env: Environment, restricted: Environment, sql: str) -> None:
+    """An unaliased computed column is named by its text (SQLite, MariaDB) or the engine's rendering of it
+    (DuckDB): a role's renamed references (`_sec_employees AS employees`) must not show in the header."""
+    expected = env.execute_sql(sql).columns
+    got = restricted.execute_sql(sql).columns
+    assert got == expected
+    assert not any("_sec_" in column for column in got)

@@ -28,7 +28,7 @@ from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, No
 from sophrosyne.grounding import Grounder, ValueCache, distinct_query
 from sophrosyne.hints import plan_hints, query_hints
 from sophrosyne.lookup import column_named, explain_error, table_named
-from sophrosyne.policy import Policy, Role, load_policy, reads_fences
+from sophrosyne.policy import Policy, Role, load_policy, reads_fences, shown_columns
 from sophrosyne.policy.binding import Binding
 from sophrosyne.results import (
     DistinctValues,
@@ -481,9 +481,10 @@ class Environment:
             note_statement(sql, sent, len(result.rows))
             return result, executed, expression
         if not self.role.unrestricted:
+            columns = shown_columns(rewritten, result.columns) if self.db.engine.names_columns_by_rendering else None
             # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
             kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
-            result = QueryResult(result.columns, kept, result.truncated, result.elapsed_ms, result.cut)
+            result = QueryResult(columns or result.columns, kept, result.truncated, result.elapsed_ms, result.cut)
         note_statement(sql, executed, len(result.rows))
         return result, executed, expression
 

@@ -10,8 +10,10 @@ value longer than the longest any setting keeps.
 The processes are forked from one that has DuckDB loaded and nothing else running (a zygote, started with
 the first connection), so opening one costs a fork, not an interpreter's start. Requests and answers are
 pickled, length-prefixed, over a socket pair; interrupts come over a second one, read by a thread of the
-child. The connection offers what sessions use of a DuckDB connection (execute, fetchone, fetchmany,
-fetchall, description, interrupt, rollback, close); the driver's errors come back as its own classes.
+child, which also interrupts a statement at the deadline the session gave (no timer thread per call in the
+server). The connection offers what sessions use of a DuckDB connection (execute, fetchone, fetchmany,
+fetchall, description, interrupt, rollback, close); the driver's errors come back as its own classes. A
+small call is one round trip: `execute` answers with the first rows, and `rollback` is not waited for.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import contextlib
 import os
 import pickle
 import resource
+import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +45,10 @@ _ACCOUNTED_SHARE = 0.6
 _LONGEST_VALUE = 100_000_001
 # Rows per message when the whole result is asked for.
 _FETCH_ALL_BATCH = 1000
+# Rows `execute` brings back with its answer: a result of one row then needs no second request.
+_PREFETCH = 2
+# How often the child's watching thread looks at the deadline when nothing wakes it (see _Watch).
+_IDLE_WAKE_S = 1.0
 # How long a child may take to answer `close` before it is killed.
 _CLOSE_WAIT_S = 2.0
 
@@ -53,6 +61,9 @@ class ProcessConnection:
         self._interrupt_lock = threading.Lock()
         self.description: list[tuple[Any, ...]] | None = None
         self.broken = False
+        self._deadline: float | None = None  # monotonic; the child stops a statement running past it
+        self._rows: list[tuple[Any, ...]] = []  # fetched with `execute`, not yet handed out
+        self._done = True  # the result has no rows beyond self._rows
         self._unread = 0  # answers to requests sent without waiting (rollback), read before the next one
         self._channel, self._interrupts, self.pid = _ZYGOTE.fork((path, config, list(after_open), MEMORY_BYTES))
         try:
@@ -80,12 +91,20 @@ class ProcessConnection:
             raise value
         return value
 
+    def limit(self, timeout_s: float) -> None:
+        """Stop each statement from now until `rollback` once `timeout_s` seconds have passed."""
+        self._deadline = time.monotonic() + timeout_s
+
     def execute(self, sql: str, /) -> ProcessConnection:
-        self.description = self._call("execute", sql)
+        left = None if self._deadline is None else self._deadline - time.monotonic()
+        self._rows, self._done = [], True
+        self.description, self._rows, self._done = self._call("execute", sql, left, _PREFETCH)
         return self
 
     def fetchmany(self, size: int = 1, /) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = self._call("fetchmany", size)
+        rows, self._rows = self._rows[:size], self._rows[size:]
+        if len(rows) < size and not self._done:
+            rows.extend(self._call("fetchmany", size - len(rows)))
         return rows
 
     def fetchone(self) -> tuple[Any, ...] | None:
@@ -102,6 +121,7 @@ class ProcessConnection:
 
     def rollback(self) -> None:
         """End the session's transaction, if one is open, without waiting: the child answers meanwhile."""
+        self._deadline, self._rows, self._done = None, [], True
         with self._lock:
             if self.broken:
                 return
@@ -249,7 +269,8 @@ def _serve(
     if sys.platform.startswith("linux"):  # where RLIMIT_DATA counts every private mapping (Linux 4.7 on)
         held = _data_bytes()
         resource.setrlimit(resource.RLIMIT_DATA, (held + memory_bytes, held + memory_bytes))
-    threading.Thread(target=_listen, args=(conn, interrupts), daemon=True).start()
+    watch = _Watch(conn)
+    threading.Thread(target=watch.listen, args=(interrupts,), daemon=True).start()
     _send(channel, ("ok", None))
     while True:
         try:
@@ -261,6 +282,10 @@ def _serve(
                 conn.close()
             _send(channel, ("ok", None))
             return
+        if op == "execute":
+            watch.arm(args[1])
+        elif op == "rollback":
+            watch.arm(None)
         _answer(channel, _OPS[op], conn, args)
 
 
@@ -312,20 +337,59 @@ def _out_of_memory() -> duckdb.Error:
     )
 
 
-def _listen(conn: Any, interrupts: socket.socket) -> None:
-    while True:
-        try:
-            if not interrupts.recv(64):
+class _Watch:
+    """The child's thread that interrupts its connection: when the server asks, and at the session's deadline.
+
+    It wakes at least every _IDLE_WAKE_S to look at the deadline, so arming one later than its next wake
+    costs no write to the wake pipe: a thread woken on every call would contend for the child's GIL."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._deadline: float | None = None
+        self._wakes_at = 0.0  # when the thread will next look at the deadline, at the latest
+        self._wake_read, self._wake_write = os.pipe()
+
+    def arm(self, seconds: float | None) -> None:
+        deadline = None if seconds is None else time.monotonic() + seconds
+        with self._lock:
+            self._deadline = deadline
+            early = deadline is not None and deadline < self._wakes_at
+        if early:
+            os.write(self._wake_write, b"!")
+
+    def listen(self, interrupts: socket.socket) -> None:
+        while True:
+            now = time.monotonic()
+            with self._lock:
+                if self._deadline is not None and now >= self._deadline:
+                    self._deadline = None
+                    self._conn.interrupt()
+                self._wakes_at = min(self._deadline or now + _IDLE_WAKE_S, now + _IDLE_WAKE_S)
+                wait = self._wakes_at - now
+            try:
+                ready, _, _ = select.select([interrupts.fileno(), self._wake_read], [], [], wait)
+                if self._wake_read in ready:
+                    os.read(self._wake_read, 64)
+                if interrupts.fileno() in ready:
+                    if not interrupts.recv(64):
+                        return
+                    self._conn.interrupt()
+            except OSError:
                 return
-        except OSError:
-            return
-        conn.interrupt()
 
 
-def _execute(conn: Any, sql: str) -> list[tuple[Any, ...]] | None:
+def _execute(
+    conn: Any, sql: str, _seconds: float | None, prefetch: int
+) -> tuple[list[tuple[Any, ...]] | None, list[tuple[Any, ...]], bool]:
+    """The result's description (DuckDB's type objects do not cross processes; their names do), its first
+    `prefetch` rows, and whether that was all of them."""
     conn.execute(sql)
-    # DuckDB's type objects do not cross processes; their names do.
-    return [tuple(str(v) if i == 1 else v for i, v in enumerate(d)) for d in conn.description or []] or None
+    if not conn.description:
+        return None, [], True
+    description = [tuple(str(v) if i == 1 else v for i, v in enumerate(d)) for d in conn.description]
+    rows = _fetchmany(conn, prefetch)
+    return description, rows, len(rows) < prefetch
 
 
 def _fetchmany(conn: Any, size: int) -> list[tuple[Any, ...]]:

@@ -6,7 +6,6 @@ import contextlib
 import math
 import re
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -132,6 +131,7 @@ class DuckDB(FileEngine):
     fence_materialized = True
     has_ilike = True
     reads_file_names = True
+    names_columns_by_rendering = True
     # A DuckDB connection, even read-only, holds the file's lock: no other process could open the file to
     # write while the server is idle. Opening one costs about 165 ms, so idle ones go only after a pause.
     idle_close_s = 1.0
@@ -166,16 +166,14 @@ class DuckDB(FileEngine):
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
         import duckdb
 
-        timer = threading.Timer(timeout_s, raw.interrupt)
-        timer.daemon = True
-        timer.start()
+        raw.limit(timeout_s)  # its process stops a statement past this
         try:
             # The connection is its own cursor: cursor() would open another connection, which interrupt()
             # does not reach.
             yield raw
         finally:
-            timer.cancel()
-            # No transaction is open in the usual case: statements here commit themselves.
+            # No transaction is open in the usual case: statements here commit themselves. This also ends
+            # the session's time limit.
             with contextlib.suppress(duckdb.TransactionException):
                 raw.rollback()
 
