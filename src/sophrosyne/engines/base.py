@@ -83,7 +83,7 @@ class Engine:
     groups_by_key_on_base_tables_only: ClassVar[bool] = False
     # Whether an unaliased computed column is named by its SQL text (so a rewrite must not change that text).
     names_columns_by_text: ClassVar[bool] = False
-    # Whether it is named by the engine's own rendering of the expression instead (see policy.shown_columns).
+    # Whether it is named by the engine's own rendering of the expression instead (see policy/headers.py).
     names_columns_by_rendering: ClassVar[bool] = False
     # Whether inner joins of fenced CTEs are pinned to the written order (see Rewriter._join_in_written_order).
     joins_fences_in_written_order: ClassVar[bool] = False

@@ -97,7 +97,7 @@ class ProcessConnection:
 
     def execute(self, sql: str, /) -> ProcessConnection:
         left = None if self._deadline is None else self._deadline - time.monotonic()
-        self._rows, self._done = [], True
+        self._rows, self._done = [], True  # nothing left of the last result, should this one fail
         self.description, self._rows, self._done = self._call("execute", sql, left, _PREFETCH)
         return self
 

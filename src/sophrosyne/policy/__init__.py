@@ -1,7 +1,8 @@
 """Roles, row-level security and column rules, applied by rewriting base tables as filtered CTEs."""
 
 from sophrosyne.policy.file import Policy, hash_token, load_policy, parse_policy
-from sophrosyne.policy.rewrite import reads_fences, shown_columns
+from sophrosyne.policy.headers import shown_columns
+from sophrosyne.policy.rewrite import reads_fences
 from sophrosyne.policy.roles import Role, TableRule
 from sophrosyne.policy.row_filter import parse_row_filter
 

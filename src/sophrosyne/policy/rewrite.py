@@ -13,6 +13,7 @@ from sophrosyne import engines, sql_functions
 from sophrosyne.catalog import Catalog, Table
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.policy.fence import needs_fence
+from sophrosyne.policy.headers import RENAMED, note_renamed
 from sophrosyne.policy.inheritance import inherited
 from sophrosyne.policy.row_filter import function_refusal, parse_row_filter
 from sophrosyne.results import shorten
@@ -29,10 +30,6 @@ SYSTEM_TABLE = re.compile(r"^(sqlite_|pg_|duckdb_|pragma_)", re.IGNORECASE)
 _LATER_SIBLING = "engines differ on whether a CTE of a WITH RECURSIVE reads the CTEs defined after it"
 # The key of a rewritten tree's meta that says whether it reads fenced CTEs (see `reads_fences`).
 FENCED = "sophrosyne_fenced"
-# The key of a rewritten tree's meta that maps a renamed reference to the name written (see `shown_columns`).
-RENAMED = "sophrosyne_renamed"
-# A name DuckDB writes without quotes in a column's header.
-_PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 class Rewriter:
@@ -49,7 +46,7 @@ class Rewriter:
         self.host_with: exp.With | None = None  # the WITH our CTEs are merged into
         self.isolated: list[exp.With] = []  # nested WITHs whose CTE bodies cannot see ours (see _walk)
         self.fenced = True  # whether filtered CTEs are fenced: decided per statement (policy/fence.py)
-        self.renamed: dict[str, str] = {}  # a reference as rewritten -> as written (see `shown_columns`)
+        self.renamed: dict[str, str] = {}  # a reference as rewritten -> as written (see policy/headers.py)
 
     def key(self, identifier: exp.Identifier) -> str:
         """A name as the engine compares it (case rules of the dialect)."""
@@ -215,7 +212,7 @@ class Rewriter:
                 for ref in self.cte_refs.get(id(cte), []):
                     if ref.args.get("alias") is None:
                         ref.set("alias", exp.TableAlias(this=ref.this.copy()))
-                        self._note_renamed(fresh, ref.name, ref.name)
+                        note_renamed(self.renamed, fresh, ref.name, ref.name)
                     ref.set("this", exp.to_identifier(fresh))
                 self.renamed.setdefault(fresh, cte.alias)
                 cte.args["alias"].set("this", exp.to_identifier(fresh))
@@ -357,15 +354,11 @@ class Rewriter:
         alias = node.args.get("alias")
         if alias is None:
             node.set("alias", exp.TableAlias(this=target.copy()))
-            self._note_renamed(cte_name, target.name, ".".join(part.name for part in node.parts))
+            note_renamed(self.renamed, cte_name, target.name, ".".join(part.name for part in node.parts))
         self.renamed.setdefault(cte_name, table.name)
         node.set("this", exp.to_identifier(cte_name))
         node.set("db", None)
         node.set("catalog", None)
-
-    def _note_renamed(self, fresh: str, alias: str, written: str) -> None:
-        """`FROM t` became `FROM <fresh> AS t`: as the engine writes both in a header."""
-        self.renamed[f"{_rendered(fresh)} AS {_rendered(alias)}"] = ".".join(_rendered(p) for p in written.split("."))
 
     def _resolve(self, node: exp.Table) -> Table | None:
         if node.args.get("catalog") is not None:
@@ -434,26 +427,6 @@ class Rewriter:
         base = self._base(table)
         base.set("alias", node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name)))
         return base
-
-
-def shown_columns(tree: exp.Expr, columns: list[str]) -> list[str]:
-    """The result's column names with each reference the rewrite renamed written back as the statement wrote it.
-
-    An engine that names an unaliased computed column by its own rendering of the expression (DuckDB:
-    `(SELECT count_star() FROM _sec_t AS t)`) cannot be given that name as an alias the way `_headers` does,
-    since the rendering is the engine's; the header is mended as it comes back instead. Longer names first,
-    so that `_sec_t AS t` becomes `t` before `_sec_t` alone becomes the table's name."""
-    renamed: dict[str, str] = tree.meta.get(RENAMED) or {}
-    if not renamed or not any(fresh in column for column in columns for fresh in renamed):
-        return columns
-    order = sorted(renamed, key=len, reverse=True)
-    pattern = re.compile("|".join(rf"(?<![\w\"]){re.escape(name)}(?![\w\"])" for name in order))
-    return [pattern.sub(lambda m: renamed[m.group(0)], column) for column in columns]
-
-
-def _rendered(name: str) -> str:
-    """A name as DuckDB writes it in a header: as it is when plain, else in double quotes."""
-    return name if _PLAIN_NAME.fullmatch(name) else '"' + name.replace('"', '""') + '"'
 
 
 def reads_fences(tree: exp.Expr) -> bool:
