@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from sophrosyne import deadline
+from sophrosyne.base import deadline
 from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, table_ref
 from sophrosyne.errors import SophrosyneError
 

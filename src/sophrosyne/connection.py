@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sophrosyne import deadline, engines
+from sophrosyne import engines
+from sophrosyne.base import deadline
 from sophrosyne.errors import (
     CallCancelled,
     ConfigError,

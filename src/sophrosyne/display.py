@@ -12,7 +12,7 @@ from rich import box
 from rich.markup import escape as escape_markup
 from rich.table import Table as RichTable
 
-from sophrosyne.data_blocks import escaped
+from sophrosyne.base.data_blocks import escaped
 from sophrosyne.results import (
     DistinctValues,
     FoundRows,

@@ -20,10 +20,10 @@ from sophrosyne.arguments import (
     not_too_long,
 )
 from sophrosyne.audit import note_statement
+from sophrosyne.base.deadline import bounded_call
 from sophrosyne.budget import fit
 from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions, table_ref
 from sophrosyne.connection import Database, QueryResult, open_database
-from sophrosyne.deadline import bounded_call
 from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
 from sophrosyne.grounding import Grounder, ValueCache, distinct_query
 from sophrosyne.hints import plan_hints, query_hints

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sophrosyne.data_blocks import escaped
+from sophrosyne.base.data_blocks import escaped
 
 
 class SophrosyneError(Exception):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from sophrosyne import deadline
+from sophrosyne.base import deadline
 from sophrosyne.catalog import Table, table_ref
 from sophrosyne.connection import QueryResult
 from sophrosyne.engines import Engine

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from sophrosyne import deadline
+from sophrosyne.base import deadline
 from sophrosyne.catalog import Column, Table, is_text_type, table_ref
 from sophrosyne.connection import QueryResult
 from sophrosyne.engines import Engine

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from sophrosyne import deadline
+from sophrosyne.base import deadline
 from sophrosyne.errors import NotReady, QueryTimeout
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sophrosyne import patterns
 from sophrosyne.arguments import MAX_TERM_CHARS
+from sophrosyne.base import patterns
 from sophrosyne.budget import cut_lists, fits
 from sophrosyne.catalog import Catalog, ForeignKey, Table, TableGroup, group_tables
 from sophrosyne.errors import InvalidArgument

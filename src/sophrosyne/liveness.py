@@ -7,9 +7,9 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from sophrosyne import deadline
+from sophrosyne.base import deadline
+from sophrosyne.base.background import Background
 from sophrosyne.errors import ConnectionFailed, NotReady, SophrosyneError
-from sophrosyne.loading import Background
 
 if TYPE_CHECKING:
     from sophrosyne.catalog import Catalog

@@ -18,8 +18,8 @@ from starlette.applications import Starlette
 from sophrosyne import __version__
 from sophrosyne.arguments import argument_error
 from sophrosyne.audit import AuditLog, statements
+from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
 from sophrosyne.bearer import BearerGate, PolicyTokens
-from sophrosyne.data_blocks import close_data, escaped, new_nonce, open_data
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, SophrosyneError
 from sophrosyne.health import SourceWatch, add_health

@@ -6,7 +6,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from sophrosyne import deadline
+from sophrosyne.base import deadline
+from sophrosyne.base.background import Background
 from sophrosyne.catalog import Catalog
 from sophrosyne.directives import (
     Directives,
@@ -24,7 +25,6 @@ from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.cache import clean_stale, reason, tell_once, unavailable
 from sophrosyne.index.values import values_path
 from sophrosyne.joins import Probe
-from sophrosyne.loading import Background
 from sophrosyne.results import Directive, SchemaHit, SourceRelevance, shorten
 from sophrosyne.settings import Settings
 

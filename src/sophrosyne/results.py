@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sophrosyne.data_blocks import close_data, escaped, new_nonce, open_data
+from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
 
 if TYPE_CHECKING:
     from sophrosyne.errors import SophrosyneError

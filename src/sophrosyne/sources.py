@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.errors import ConfigError, UnknownSource
 from sophrosyne.results import SourceInfo, SourceList
 from sophrosyne.settings import Settings
-from sophrosyne.toml_lines import TomlLines
 
 if TYPE_CHECKING:
     from sophrosyne.environment import Environment

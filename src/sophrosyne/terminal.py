@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
 
-from sophrosyne.data_blocks import escaped
+from sophrosyne.base.data_blocks import escaped
 from sophrosyne.errors import SophrosyneError
 
 # Output is often piped to a file: keep tables wide enough to read there.

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sophrosyne import catalog_reader, patterns
+from sophrosyne import catalog_reader
+from sophrosyne.base import patterns
 from sophrosyne.engines.base import OPEN_WAIT_S, Cursor, FileEngine, Row
 
 if TYPE_CHECKING:

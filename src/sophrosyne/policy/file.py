@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.catalog import Catalog
 from sophrosyne.errors import ConfigError
 from sophrosyne.policy.roles import Role, TableRule
 from sophrosyne.policy.row_filter import parse_row_filter
-from sophrosyne.toml_lines import TomlLines
 
 _TOP_KEYS = {"default_role", "roles", "tokens"}
 _ROLE_KEYS = {"description", "deny", "unlisted", "tables"}

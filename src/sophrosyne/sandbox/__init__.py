@@ -1,0 +1,1 @@
+"""The Python sandbox: an isolated child process whose `sql()` goes through the secured path."""

@@ -1,0 +1,1 @@
+"""The MCP server: tool definitions, auth, the handshake, workers, health and draining."""
