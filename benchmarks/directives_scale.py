@@ -21,12 +21,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from index_build import WORDS, synthetic_catalog
 
 from sophrosyne.bench.datasets import datasets_root
-from sophrosyne.catalog import Catalog
 from sophrosyne.directives import compute_directives
 from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.directives.scoring import warm
 from sophrosyne.index import SchemaIndex
 from sophrosyne.index.text import split_identifier
+from sophrosyne.schema.catalog import Catalog
 
 BUDGETS = {"latency_p95_ms": 20.0, "index_785_s": 60.0, "index_5000_s": 120.0}
 TOKEN_BUDGET_CHARS = 4000 * 4 // 2  # the directives' share of a default list_tables response

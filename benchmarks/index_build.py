@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from sophrosyne.bench.datasets import datasets_root, load_dataset
-from sophrosyne.catalog import Catalog, Column, ForeignKey, Table
 from sophrosyne.index import SchemaIndex, ValueIndex, default_embedder
+from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
 _WORDS_TEXT = (
     "customer order item product price amount date time status type code name first last city country region "

@@ -28,9 +28,9 @@ from mcp import Client, StdioServerParameters
 sys.path.insert(0, str(Path(__file__).parent))
 from synthetic_db import build_database
 
-from sophrosyne.budget import measure
 from sophrosyne.environment import Environment
 from sophrosyne.settings import Settings
+from sophrosyne.tools.budget import measure
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Which customers in the sales region paid their invoices in euros last month, and how many refunds? "

@@ -16,8 +16,8 @@ from fixtures.openai_server import scripted_server
 from sophrosyne.agent import solve
 from sophrosyne.agent.explorer import Explorer
 from sophrosyne.agent.outcome import Outcome
-from sophrosyne.agent.tools import EnvironmentTools, MCPTools, Toolbox
-from sophrosyne.cli import demo_path
+from sophrosyne.agent.toolbox import EnvironmentTools, MCPTools, Toolbox
+from sophrosyne.cli.app import demo_path
 from sophrosyne.environment import Environment
 from sophrosyne.llm import ModelClient
 from sophrosyne.settings import Settings

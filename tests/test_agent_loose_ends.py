@@ -17,8 +17,8 @@ from fixtures.openai_server import scripted_server
 from sophrosyne.agent import solve
 from sophrosyne.agent.explorer import returned_data
 from sophrosyne.agent.outcome import Outcome
-from sophrosyne.agent.tools import EnvironmentTools, Toolbox, ToolOutput
-from sophrosyne.cli import app, demo_path
+from sophrosyne.agent.toolbox import EnvironmentTools, Toolbox, ToolOutput
+from sophrosyne.cli.app import app, demo_path
 from sophrosyne.environment import Environment
 from sophrosyne.llm import ModelClient
 from sophrosyne.settings import Settings

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from sophrosyne.agent.outcome import read_tables
-from sophrosyne.agent.tools import EnvironmentTools, MCPTools, Rows, ToolOutput, rows_of
-from sophrosyne.cli import demo_path
+from sophrosyne.agent.toolbox import EnvironmentTools, MCPTools, Rows, ToolOutput, rows_of
+from sophrosyne.cli.app import demo_path
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError, QueryFailed
-from sophrosyne.mcp_server import build_server
-from sophrosyne.policy import hash_token
+from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
+from sophrosyne.sql.policy import hash_token
 
 POLICY = Path(__file__).resolve().parents[1] / "examples" / "policy.toml"
 OPS_TOKEN = "ops-manager-token"  # the demo token of examples/policy.toml

@@ -12,9 +12,9 @@ import sqlglot
 from rich.console import Console
 
 from sophrosyne.audit import AuditLog, AuditRecord, render_summary, summarize, tables_read
-from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.errors import UnknownTable
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.policy import Role, TableRule
 
 
 def test_call_writes_one_record_with_timing(tmp_path: Path) -> None:

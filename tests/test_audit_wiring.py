@@ -10,9 +10,9 @@ from typing import Any
 from mcp import Client
 from typer.testing import CliRunner
 
-from sophrosyne.cli import app, demo_path
+from sophrosyne.cli.app import app, demo_path
 from sophrosyne.environment import Environment
-from sophrosyne.mcp_server import build_server
+from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 
 POLICY = Path(__file__).parents[1] / "examples" / "policy.toml"

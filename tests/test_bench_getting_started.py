@@ -19,7 +19,7 @@ from sophrosyne.bench.cli import bench_app
 from sophrosyne.bench.suites import load_suite
 
 # The command as a user without matplotlib runs it: the import fails as it does when the package is absent.
-WITHOUT_MATPLOTLIB = "import sys; sys.modules['matplotlib'] = None; from sophrosyne.cli import app; app()"
+WITHOUT_MATPLOTLIB = "import sys; sys.modules['matplotlib'] = None; from sophrosyne.cli.app import app; app()"
 
 
 def without_matplotlib(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,7 @@ from sophrosyne.bench.suites import load_suite, parse_shard, select, suite_from_
 from sophrosyne.bench.tokens import measure_tokens
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
-from sophrosyne.mcp_server import build_server
+from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 
 QUESTIONS = [

@@ -16,8 +16,8 @@ from sophrosyne.bench.cli import bench_app, print_report
 from sophrosyne.bench.datasets import load_custom
 from sophrosyne.bench.directives_bench import run_directives_bench
 from sophrosyne.bench.directives_report import report, summarize
+from sophrosyne.cli.terminal import console
 from sophrosyne.directives import DirectiveSettings, fitted_model
-from sophrosyne.terminal import console
 
 FIXTURES = Path(__file__).parent / "fixtures" / "directives"
 SHOP = ("--questions", str(FIXTURES / "questions.jsonl"), "--tables", str(FIXTURES / "tables.json"))

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sophrosyne.budget import measure
 from sophrosyne.environment import Environment
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.settings import Settings
+from sophrosyne.tools.budget import measure
 
 # Characters that break quoting, splitting and rendering: dots, quotes, pipes, newlines, wide letters.
 ODD = st.sampled_from([*"ab_.'\"` |\\\n%é日", "x"])

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from fixtures.engines import sha256_file
-from sophrosyne.cli import app, demo_path
+from sophrosyne.cli.app import app, demo_path
 
 runner = CliRunner()
 COMMANDS = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from fixtures.model_script import Call, Script
 from fixtures.openai_server import scripted_server
-from sophrosyne.cli import app
+from sophrosyne.cli.app import app
 
 QUESTION = "How many employees in Field Operations were absent in November 2025?"
 FINAL = (

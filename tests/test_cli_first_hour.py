@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sophrosyne.cli import app
-from sophrosyne.terminal import for_the_terminal
+from sophrosyne.cli.app import app
+from sophrosyne.cli.terminal import for_the_terminal
 
 
 def invoke(*args: str) -> tuple[int, str, str]:

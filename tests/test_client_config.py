@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from sophrosyne.client_config import client_configuration, serve_arguments
+from sophrosyne.serve.client_config import client_configuration, serve_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 

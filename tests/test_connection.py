@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.engines import build_sqlite
-from sophrosyne.connection import Database, open_database
+from sophrosyne.database import Database, open_database
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError, ConnectionFailed, QueryFailed, QueryTimeout
 from sophrosyne.settings import Settings

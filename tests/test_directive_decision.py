@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sophrosyne.catalog import Catalog, Column, ForeignKey, Table
 from sophrosyne.directives import DirectiveSettings, decide_directives, score_tables
 from sophrosyne.index import SchemaIndex
+from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
 
 def chain() -> Catalog:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.directives import (
     DirectiveSettings,
     TableScores,
@@ -18,6 +17,7 @@ from sophrosyne.directives import (
 from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.directives.units import fold_units, question_numbers, shards_named, varying_digits
 from sophrosyne.index import SchemaIndex
+from sophrosyne.schema.catalog import Catalog, Column, Table
 
 
 def catalog(*tables: Table) -> Catalog:

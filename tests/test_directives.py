@@ -11,7 +11,6 @@ import pytest
 from fixtures.openai_server import chat_reply, scripted_server
 from sophrosyne.bench.baselines import paper_rules_top1
 from sophrosyne.bench.datasets import load_catalogs
-from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.directives import (
     DirectiveSettings,
     LLMColumnInference,
@@ -22,7 +21,8 @@ from sophrosyne.directives import (
     oracle_directives,
 )
 from sophrosyne.index import SchemaIndex
-from sophrosyne.policy import Role
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.policy import Role
 
 FIXTURES = Path(__file__).parent / "fixtures" / "directives"
 

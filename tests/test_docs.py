@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sophrosyne.cli import app
+from sophrosyne.cli.app import app
 from sophrosyne.environment import Environment
-from sophrosyne.mcp_server import build_server
+from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
@@ -47,7 +47,7 @@ def test_every_setting_is_documented_and_in_the_readme() -> None:
 
 
 def test_every_mcp_tool_has_a_description_with_an_example_and_is_in_the_readme(tmp_path: Path) -> None:
-    from sophrosyne.cli import demo_path
+    from sophrosyne.cli.app import demo_path
 
     server = build_server(Environment.open(demo_path()))
     tools = asyncio.run(server.list_tools())

@@ -16,12 +16,12 @@ import pytest
 
 from fixtures.engines import build_duckdb, build_sqlite
 from sophrosyne import engines
-from sophrosyne.catalog import Catalog
-from sophrosyne.connection import FilePool, open_database
+from sophrosyne.database import FilePool, open_database
 from sophrosyne.errors import QueryFailed
+from sophrosyne.schema.catalog import Catalog
 
 DEMO = Path(__file__).parents[1] / "src" / "sophrosyne" / "data" / "demo.sqlite"
-HEAVY = ["sqlalchemy", "numpy", "mcp", "sophrosyne.index", "sophrosyne.moderation"]
+HEAVY = ["sqlalchemy", "numpy", "mcp", "sophrosyne.index", "sophrosyne.directives.moderator"]
 
 
 @pytest.mark.parametrize(

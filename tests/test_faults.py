@@ -25,10 +25,10 @@ from fixtures.serving import (
     stdio_server_of,
     text_of,
 )
-from sophrosyne.budget import measure
 from sophrosyne.environment import Environment
 from sophrosyne.errors import InvalidArgument, NotReady, QueryTimeout, SophrosyneError
 from sophrosyne.settings import Settings
+from sophrosyne.tools.budget import measure
 
 BUDGET = Settings().token_budget
 QUESTION = "Which customers in the sales region paid their invoices in euros last month, and how many refunds? "
@@ -349,7 +349,7 @@ def test_search_over_a_large_table_stops_at_the_deadline_and_says_how_far_it_got
 def _cli(*args: str) -> Any:
     from typer.testing import CliRunner
 
-    from sophrosyne.cli import app
+    from sophrosyne.cli.app import app
 
     return CliRunner().invoke(app, list(args))
 
@@ -396,7 +396,7 @@ def test_a_bad_url_is_one_line(url: str, words: list[str]) -> None:
 
 
 def test_a_non_database_file_served_gives_clients_a_one_line_error(bad_targets: dict[str, Path]) -> None:
-    from sophrosyne.mcp_server import build_server
+    from sophrosyne.serve.server import build_server
 
     # As `serve` opens it: no probe, the server starts, and each call says what is wrong.
     server = build_server(Environment.open(bad_targets["text"], probe=False))
@@ -449,7 +449,7 @@ def test_paths_with_hash_question_mark_and_spaces_open_exactly_as_given(name: st
 
 
 def test_argument_errors_are_one_plain_sentence_over_mcp(hr: Path) -> None:
-    from sophrosyne.mcp_server import build_server
+    from sophrosyne.serve.server import build_server
 
     cases = [
         ("get_distinct_values", {"table": "departments", "column": "dept_name", "limit": "many"}, "must be a number"),
@@ -477,7 +477,7 @@ def test_a_capped_limit_says_so(hr: Path) -> None:
 
 
 def test_no_traceback_reaches_a_client_or_a_user(hr: Path, tmp_path: Path) -> None:
-    from sophrosyne.mcp_server import build_server
+    from sophrosyne.serve.server import build_server
 
     env = Environment.open(hr)
     env.db.engine = None  # type: ignore[assignment]  # any internal failure

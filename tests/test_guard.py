@@ -10,7 +10,7 @@ import pytest
 from sqlglot import exp
 
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
-from sophrosyne.guard import check_sql
+from sophrosyne.sql.guard import check_sql
 
 GOLDEN = Path(__file__).parent / "golden" / "guard.sql"
 DIALECTS = {"sqlite", "duckdb", "postgres", "mysql"}

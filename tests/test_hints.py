@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sqlglot
 
-from sophrosyne.catalog import Catalog, Column, Table
-from sophrosyne.hints import query_hints
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.hints import query_hints
+from sophrosyne.sql.policy import Role, TableRule
 
 
 def catalog() -> Catalog:

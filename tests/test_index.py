@@ -12,8 +12,7 @@ import pytest
 
 from fixtures.openai_server import scripted_server
 from sophrosyne.bench.datasets import load_catalogs
-from sophrosyne.catalog import Catalog, load_bird_descriptions
-from sophrosyne.connection import open_database
+from sophrosyne.database import open_database
 from sophrosyne.index import (
     ColumnHit,
     OpenAIEmbedder,
@@ -27,6 +26,7 @@ from sophrosyne.index import (
 from sophrosyne.index.text import normalize, split_identifier, stem, tokenize
 from sophrosyne.index.values import load_or_build_values
 from sophrosyne.index.vectors import VectorIndex
+from sophrosyne.schema.catalog import Catalog, load_bird_descriptions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "directives"
 
@@ -175,7 +175,7 @@ def test_openai_embedder_against_a_scripted_server(embeddings_server: str, catal
 def test_index_command_builds_then_reuses(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from sophrosyne.cli import app
+    from sophrosyne.cli.app import app
 
     path = tmp_path / "shop.sqlite"
     with sqlite3.connect(path) as db:

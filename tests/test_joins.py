@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sophrosyne.catalog import Catalog, Column, ForeignKey, Table
 from sophrosyne.directives import compute_directives
 from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.environment import Environment
 from sophrosyne.index import SchemaIndex
-from sophrosyne.joins import candidate_joins, infer_joins, with_joins, without_keys
+from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
+from sophrosyne.schema.joins import candidate_joins, infer_joins, with_joins, without_keys
 from sophrosyne.settings import Settings
 
 

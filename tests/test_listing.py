@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from fixtures.big import synthetic
-from sophrosyne.budget import measure
-from sophrosyne.catalog import Column, Table, group_tables
 from sophrosyne.environment import Environment
-from sophrosyne.results import render
+from sophrosyne.schema.catalog import Column, Table, group_tables
 from sophrosyne.settings import Settings
+from sophrosyne.tools.budget import measure
+from sophrosyne.tools.results import render
 
 
 def every_page(env: Environment, pattern: str | None = None) -> tuple[set[str], int]:

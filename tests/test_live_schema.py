@@ -13,8 +13,8 @@ import pytest
 
 from fixtures.engines import MARIADB, PG_DSN, mariadb_database, postgres_schema, unique_name, unreachable
 from sophrosyne.environment import Environment
-from sophrosyne.policy import Role, TableRule
 from sophrosyne.settings import Settings
+from sophrosyne.sql.policy import Role, TableRule
 
 
 def seen_within(check: Callable[[], bool], seconds: float = 10.0) -> float:

@@ -203,9 +203,9 @@ def test_json_is_found_in_prose_and_fences() -> None:
 
 
 def test_directive_inference_and_the_embedder_go_through_the_client_and_its_retries() -> None:
-    from sophrosyne.catalog import Catalog
     from sophrosyne.directives import LLMColumnInference
     from sophrosyne.index import OpenAIEmbedder
+    from sophrosyne.schema.catalog import Catalog
 
     def reply(path: str, body: dict[str, Any]) -> Any:
         if len(received) == 1:

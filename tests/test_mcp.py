@@ -19,7 +19,7 @@ from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import build_sqlite, sha256_file
 from sophrosyne.environment import Environment
-from sophrosyne.mcp_server import build_server
+from sophrosyne.serve.server import build_server
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = {

@@ -17,9 +17,9 @@ from mcp.types import PromptReference, ResourceTemplateReference
 
 from fixtures.engines import build_sqlite
 from sophrosyne.environment import Environment
-from sophrosyne.mcp_features import TEMPLATE, Notices, table_uri
-from sophrosyne.mcp_server import build_server
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.serve.features import TEMPLATE, Notices, table_uri
+from sophrosyne.serve.server import build_server
+from sophrosyne.sql.policy import Role, TableRule
 
 CLERK = Role(name="clerk", denied=["salaries"], tables={"employees": TableRule(hidden=["email"])})
 

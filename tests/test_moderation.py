@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.openai_server import chat_reply, scripted_server
-from sophrosyne.cli import demo_path
+from sophrosyne.cli.app import demo_path
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
 from sophrosyne.settings import Settings

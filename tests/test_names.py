@@ -13,8 +13,8 @@ import pytest
 from fixtures.engines import PG_DSN, unique_name, unreachable
 from sophrosyne.environment import Environment
 from sophrosyne.errors import RejectedSQL
-from sophrosyne.policy import Role, TableRule
 from sophrosyne.settings import Settings
+from sophrosyne.sql.policy import Role, TableRule
 
 # A dot, both quotes, a backslash and spaces: each breaks a naive quoting or a split on ".".
 NAMES = ["sales.2024", 'it\'s "odd" \\ name', "[bracketed]"]

@@ -41,7 +41,7 @@ def test_importing_the_package_loads_no_heavy_dependency() -> None:
 
 def test_the_cli_loads_no_heavy_dependency_before_a_command_runs() -> None:
     # `sophrosyne --help` pays only for typer and rich; each command imports what it needs.
-    assert not _loaded_after("import sophrosyne.cli") & set(HEAVY)
+    assert not _loaded_after("import sophrosyne.cli.app") & set(HEAVY)
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_the_cli_loads_no_heavy_dependency_before_a_command_runs() -> None:
     ],
 )
 def test_one_shorten_cuts_every_text(text: str, limit: int, at_word: bool, expected: str) -> None:
-    from sophrosyne.results import shorten
+    from sophrosyne.tools.results import shorten
 
     assert shorten(text, limit, at_word=at_word) == expected
     assert len(shorten(text, limit, at_word=at_word)) <= limit

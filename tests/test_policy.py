@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from sophrosyne.catalog import Catalog, Column, Table
-from sophrosyne.connection import open_database
+from sophrosyne.database import open_database
 from sophrosyne.errors import ConfigError
-from sophrosyne.policy import Policy, Role, TableRule, hash_token, load_policy, parse_policy
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.policy import Policy, Role, TableRule, hash_token, load_policy, parse_policy
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "policy.toml"

@@ -8,10 +8,10 @@ import pytest
 import sqlglot
 
 from fixtures.engines import ROWS
-from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.environment import Environment
-from sophrosyne.policy import Role, TableRule, reads_fences
-from sophrosyne.policy.fence import needs_fence
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.policy import Role, TableRule, reads_fences
+from sophrosyne.sql.policy.fence import needs_fence
 
 ROLE = Role(
     "ops",

@@ -17,9 +17,9 @@ import sqlglot
 from sqlglot import exp
 
 from fixtures.engines import MARIADB, PG_DSN, SERVER_ENGINES, unique_name, unreachable
-from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.errors import SophrosyneError
-from sophrosyne.policy import Policy, load_policy
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.policy import Policy, load_policy
 
 FOLDER = Path(__file__).parent / "golden" / "rewrite"
 CASES = sorted(FOLDER.glob("[0-9]*.sql"))

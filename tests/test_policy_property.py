@@ -31,9 +31,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fixtures.engines import MARIADB, unreachable
-from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.errors import SophrosyneError
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.policy import Role, TableRule
 
 # Hypothesis draws a seed per query: a query is made with about 200 random choices, and drawing each one
 # through hypothesis cost 5x the time of the rest of the generator. A failure prints its SQL (not shrunk).

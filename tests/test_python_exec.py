@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from sophrosyne.agent.python_exec import PythonExecutor
-from sophrosyne.agent.tools import Rows, environment_rows
+from sophrosyne.agent.toolbox import Rows, environment_rows
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ProgramFailed, QueryFailed
+from sophrosyne.sandbox.executor import PythonExecutor
 from sophrosyne.settings import Settings
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
@@ -124,7 +124,7 @@ def _sandboxes_alive() -> list[str]:
     alive = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and b"sophrosyne.agent.sandbox" in (entry / "cmdline").read_bytes():
+            if entry.name.isdigit() and b"sophrosyne.sandbox.child" in (entry / "cmdline").read_bytes():
                 alive.append(entry.name)
         except OSError:
             continue
@@ -177,8 +177,8 @@ def test_sql_errors_reach_the_program_as_exceptions() -> None:
 def test_a_layer_that_cannot_be_set_up_means_no_python() -> None:
     # A parent that may not create namespaces (here: a seccomp filter refusing unshare) gets a clear refusal.
     script = (
-        "from sophrosyne.agent import isolation\n"
-        "from sophrosyne.agent.python_exec import PythonExecutor\n"
+        "from sophrosyne.sandbox import isolation\n"
+        "from sophrosyne.sandbox.executor import PythonExecutor\n"
         "from sophrosyne.errors import SandboxUnavailable\n"
         "isolation.install_seccomp({272: 1}, threads_only=False)\n"
         "try:\n"
@@ -194,7 +194,7 @@ def test_a_layer_that_cannot_be_set_up_means_no_python() -> None:
 def test_results_become_tables() -> None:
     import pandas as pd
 
-    from sophrosyne.agent.sandbox import to_table
+    from sophrosyne.sandbox.child import to_table
 
     frame = pd.DataFrame({"day": pd.to_datetime(["2025-11-01"]), "n": [pd.NA]}, dtype=object)
     assert to_table(frame, pd) == (["day", "n"], [["2025-11-01", None]])

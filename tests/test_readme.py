@@ -39,7 +39,7 @@ def in_process(example: str, cwd: Path) -> Any:
     """An example run in this process, through the app the console script calls (a process each is slow)."""
     from typer.testing import CliRunner
 
-    from sophrosyne.cli import app
+    from sophrosyne.cli.app import app
 
     here = Path.cwd()
     os.chdir(cwd)
@@ -140,7 +140,7 @@ def test_the_http_serve_example_serves(tmp_path: Path) -> None:
 
 def test_the_audit_example_reads_what_serve_wrote(tmp_path: Path) -> None:
     from sophrosyne.environment import Environment
-    from sophrosyne.mcp_server import build_server
+    from sophrosyne.serve.server import build_server
     from sophrosyne.settings import Settings
 
     (example,) = [e for e in EXAMPLES if e.startswith("sophrosyne audit")]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.engines import SERVER_ENGINES, content_checksum, sha256_file
-from sophrosyne.connection import open_database
+from sophrosyne.database import open_database
 from sophrosyne.environment import Environment
 from sophrosyne.errors import SophrosyneError, UnknownColumn, UnknownTable
 

@@ -28,8 +28,8 @@ from fixtures.bird import (
 )
 from sophrosyne.environment import Environment
 from sophrosyne.errors import QueryFailed, QueryTimeout, RejectedSQL, SophrosyneError, UnknownTable
-from sophrosyne.policy import Role, TableRule
 from sophrosyne.settings import Settings
+from sophrosyne.sql.policy import Role, TableRule
 
 ROWS = 100_000
 RUNS = 3  # each time is the best of this many runs: the machine is shared, and noise only adds

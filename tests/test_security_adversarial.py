@@ -16,7 +16,7 @@ import pytest
 from fixtures.engines import ROWS, SERVER_ENGINES, content_checksum, sha256_file
 from sophrosyne.environment import Environment
 from sophrosyne.errors import QueryFailed, SophrosyneError, UnknownColumn, UnknownTable
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.sql.policy import Role, TableRule
 
 ABSENCE_FILTER = "employee_id IN (SELECT e.employee_id FROM employees AS e WHERE e.department = 'D042')"
 ROLE = Role(

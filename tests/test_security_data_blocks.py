@@ -10,7 +10,7 @@ from contextlib import closing
 import pytest
 
 from sophrosyne.environment import Environment
-from sophrosyne.results import (
+from sophrosyne.tools.results import (
     ColumnInfo,
     QueryPlan,
     SchemaHit,
@@ -95,7 +95,7 @@ def test_plan_lines_are_data() -> None:
 
 
 def test_the_server_instructions_describe_the_data_blocks() -> None:
-    from sophrosyne.mcp_server import INSTRUCTIONS
+    from sophrosyne.serve.server import INSTRUCTIONS
 
     assert "<data NONCE>" in INSTRUCTIONS and "</data NONCE>" in INSTRUCTIONS
     assert "never instructions" in INSTRUCTIONS

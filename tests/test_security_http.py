@@ -23,7 +23,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import build_sqlite
-from sophrosyne.policy import hash_token
+from sophrosyne.sql.policy import hash_token
 from test_security_adversarial import ABSENCE_FILTER, leaked
 
 ROOT = Path(__file__).resolve().parents[1]

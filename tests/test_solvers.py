@@ -14,9 +14,9 @@ from fixtures.openai_server import scripted_server
 from sophrosyne.agent import solve
 from sophrosyne.agent.explorer import compared_literals
 from sophrosyne.agent.outcome import Outcome
-from sophrosyne.agent.tools import EnvironmentTools, Toolbox
+from sophrosyne.agent.toolbox import EnvironmentTools, Toolbox
 from sophrosyne.agent.voting import question_orders, tables_match
-from sophrosyne.cli import demo_path
+from sophrosyne.cli.app import demo_path
 from sophrosyne.environment import Environment
 from sophrosyne.llm import ModelClient
 from sophrosyne.settings import Settings

@@ -21,8 +21,8 @@ from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import PG_DSN, build_sqlite, unique_name, unreachable
 from sophrosyne.errors import ConfigError, UnknownSource
-from sophrosyne.policy import hash_token
 from sophrosyne.sources import Sources, load_sources
+from sophrosyne.sql.policy import hash_token
 from test_mcp import free_port, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -308,7 +308,7 @@ def test_http_without_a_token_is_refused(http_sources: str) -> None:
 def test_the_sources_command_lists_a_sources_file(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from sophrosyne.cli import app
+    from sophrosyne.cli.app import app
 
     build_sqlite(tmp_path / "hr.sqlite")
     (tmp_path / "sources.toml").write_text(

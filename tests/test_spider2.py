@@ -10,8 +10,8 @@ from fixtures.datasets import shared_datasets
 from sophrosyne.bench.datasets import Dataset, Question, load_custom
 from sophrosyne.bench.directives_bench import run_directives_bench
 from sophrosyne.bench.spider2 import parse_ddl, read_catalog
-from sophrosyne.catalog import Catalog, Table
 from sophrosyne.directives import gold_tables
+from sophrosyne.schema.catalog import Catalog, Table
 
 BIGQUERY = """CREATE TABLE `proj.shop.sessions_20170801`
 (

@@ -11,10 +11,10 @@ import pytest
 import quicktok
 from mcp import Client
 
-from sophrosyne.cli import demo_path
+from sophrosyne.cli.app import demo_path
 from sophrosyne.environment import Environment
-from sophrosyne.mcp_server import build_server
-from sophrosyne.surface import lean_schema
+from sophrosyne.serve.lean import lean_schema
+from sophrosyne.serve.server import build_server
 
 # Issue 10: tool definitions plus server instructions within 1,200 o200k tokens.
 SURFACE_TOKENS = 1200

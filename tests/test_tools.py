@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from fixtures.engines import COLUMN_COMMENT, EMPLOYEES, LONG_BODY, TABLE_COMMENT
-from sophrosyne.catalog import Column, Table, group_tables
-from sophrosyne.connection import Database, open_database
+from sophrosyne.database import Database, open_database
 from sophrosyne.environment import Environment
 from sophrosyne.errors import InvalidArgument, QueryTimeout, RejectedSQL, SQLSyntaxError, UnknownColumn, UnknownTable
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.schema.catalog import Column, Table, group_tables
 from sophrosyne.settings import Settings
+from sophrosyne.sql.policy import Role, TableRule
 
 OPERATIONS = {"IT Operations", "Operations and Logistics", "Field Operations"}
 # A statement that runs far longer than the tiny timeout on each engine. MariaDB caps recursive CTEs at
@@ -583,7 +583,7 @@ def test_an_engine_error_holding_a_column_s_letters_is_kept_as_the_engine_said_i
     import sqlglot
 
     from sophrosyne.errors import QueryFailed
-    from sophrosyne.lookup import explain_error
+    from sophrosyne.sql.lookup import explain_error
 
     sql = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) SELECT i FROM r"
     tree = sqlglot.parse_one(sql, read=env.dialect)

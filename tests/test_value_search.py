@@ -11,8 +11,8 @@ import pytest
 
 from fixtures.engines import build_sqlite
 from sophrosyne.environment import Environment
-from sophrosyne.results import render
 from sophrosyne.settings import Settings
+from sophrosyne.tools.results import render
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ units, long knowledge documents read by passage, and a bounded rendering surest 
 
 from __future__ import annotations
 
-from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.directives import Directives, TableDirective, compute_directives
 from sophrosyne.directives.knowledge import passages, relevant_passages
 from sophrosyne.directives.prepared import prepare_schema
@@ -13,6 +12,7 @@ from sophrosyne.index import SchemaIndex, ValueIndex
 from sophrosyne.index.lexicon import lexicon_for
 from sophrosyne.index.text import expanded
 from sophrosyne.index.values import value_form
+from sophrosyne.schema.catalog import Catalog, Column, Table
 
 
 def catalog(*tables: Table) -> Catalog:

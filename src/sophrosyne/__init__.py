@@ -15,13 +15,13 @@ _HOMES = {
     "sophrosyne.environment": "Environment",
     "sophrosyne.settings": "Settings",
     "sophrosyne.sources": "Sources SourceSpec load_sources",
-    "sophrosyne.policy": "Policy Role TableRule hash_token load_policy",
+    "sophrosyne.sql.policy": "Policy Role TableRule hash_token load_policy",
     "sophrosyne.errors": (
         "SophrosyneError ConfigError ConnectionFailed UnknownTable UnknownColumn UnknownSource InvalidArgument "
         "RejectedSQL "
         "SQLSyntaxError QueryTimeout QueryFailed AccessDenied"
     ),
-    "sophrosyne.results": (
+    "sophrosyne.tools.results": (
         "SourceInfo SourceList SourceRelevance TableSummary TableGroupInfo Directive TableList ColumnInfo "
         "TableDescription ValueCount DistinctValues TableRows FoundRows SchemaHit SchemaHits QueryOutput QueryPlan"
     ),
@@ -101,8 +101,10 @@ if TYPE_CHECKING:
         UnknownSource,
         UnknownTable,
     )
-    from sophrosyne.policy import Policy, Role, TableRule, hash_token, load_policy
-    from sophrosyne.results import (
+    from sophrosyne.settings import Settings
+    from sophrosyne.sources import Sources, SourceSpec, load_sources
+    from sophrosyne.sql.policy import Policy, Role, TableRule, hash_token, load_policy
+    from sophrosyne.tools.results import (
         ColumnInfo,
         Directive,
         DistinctValues,
@@ -121,5 +123,3 @@ if TYPE_CHECKING:
         TableSummary,
         ValueCount,
     )
-    from sophrosyne.settings import Settings
-    from sophrosyne.sources import Sources, SourceSpec, load_sources

@@ -1,3 +1,3 @@
-from sophrosyne.cli import main
+from sophrosyne.cli.app import main
 
 main()

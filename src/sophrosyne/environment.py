@@ -9,8 +9,28 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from sophrosyne import describing, finding, guard, listing
-from sophrosyne.arguments import (
+from sophrosyne.audit import note_statement
+from sophrosyne.base.deadline import bounded_call
+from sophrosyne.database import Database, QueryResult, open_database
+from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
+from sophrosyne.schema.catalog import (
+    Catalog,
+    Column,
+    ForeignKey,
+    Table,
+    is_text_type,
+    load_bird_descriptions,
+    table_ref,
+)
+from sophrosyne.settings import Settings
+from sophrosyne.sql import guard
+from sophrosyne.sql.hints import plan_hints, query_hints
+from sophrosyne.sql.lookup import column_named, explain_error, table_named
+from sophrosyne.sql.policy import Policy, Role, load_policy, reads_fences, shown_columns
+from sophrosyne.sql.policy.binding import Binding
+from sophrosyne.sql.shape import ShapeLimits
+from sophrosyne.tools import describing, finding, listing
+from sophrosyne.tools.arguments import (
     MAX_FOUND_ROWS,
     MAX_HITS,
     MAX_SQL_CHARS,
@@ -19,18 +39,9 @@ from sophrosyne.arguments import (
     cut_for_directives,
     not_too_long,
 )
-from sophrosyne.audit import note_statement
-from sophrosyne.base.deadline import bounded_call
-from sophrosyne.budget import fit
-from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, is_text_type, load_bird_descriptions, table_ref
-from sophrosyne.connection import Database, QueryResult, open_database
-from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
-from sophrosyne.grounding import Grounder, ValueCache, distinct_query
-from sophrosyne.hints import plan_hints, query_hints
-from sophrosyne.lookup import column_named, explain_error, table_named
-from sophrosyne.policy import Policy, Role, load_policy, reads_fences, shown_columns
-from sophrosyne.policy.binding import Binding
-from sophrosyne.results import (
+from sophrosyne.tools.budget import fit
+from sophrosyne.tools.grounding import Grounder, ValueCache, distinct_query
+from sophrosyne.tools.results import (
     DistinctValues,
     FoundRows,
     QueryOutput,
@@ -47,11 +58,9 @@ from sophrosyne.results import (
     one_line,
     shorten,
 )
-from sophrosyne.settings import Settings
-from sophrosyne.shape import ShapeLimits
 
 if TYPE_CHECKING:
-    from sophrosyne.moderation import Moderator
+    from sophrosyne.directives.moderator import Moderator
 
 logger = logging.getLogger("sophrosyne.environment")
 
@@ -390,7 +399,7 @@ class Environment:
         with self._lock:
             if self._moderator is None:
                 # Imported here: directives and their indexes are not needed to run SQL, and load slowly.
-                from sophrosyne.moderation import Moderator
+                from sophrosyne.directives.moderator import Moderator
 
                 self._moderator = Moderator(
                     catalog,
@@ -402,7 +411,7 @@ class Environment:
                 )
             return self._moderator
 
-    # -- join inference (sophrosyne.joins) -------------------------------------------------------------------
+    # -- join inference (sophrosyne.schema.joins) -------------------------------------------------------------------
 
     def _inferred_joins(self) -> dict[str, list[ForeignKey]]:
         """Joins the schema does not declare, inferred for this role (names, confirmed by values within

@@ -48,7 +48,7 @@ class Settings(BaseModel):
         le=3600,
         description="execute_sql taking at least this many seconds comes back with performance hints.",
     )
-    # -- the shape of a statement (sophrosyne/shape.py): bounded before the engine plans it ---------------------
+    # -- the shape of a statement (sophrosyne/sql/shape.py): bounded before the engine plans it ---------------------
     sql_max_depth: int = Field(
         100, ge=10, le=200, description="Deepest nesting of a statement's expressions and parentheses."
     )

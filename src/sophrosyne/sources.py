@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.errors import ConfigError, UnknownSource
-from sophrosyne.results import SourceInfo, SourceList
 from sophrosyne.settings import Settings
+from sophrosyne.tools.results import SourceInfo, SourceList
 
 if TYPE_CHECKING:
     from sophrosyne.environment import Environment
@@ -99,8 +99,8 @@ def _spec(path: Path, name: str, entry: Any, lines: TomlLines) -> SourceSpec:
 def _check_role(spec: SourceSpec) -> None:
     """A role a sources file names must be a role of the source's policy: else it is refused at start, with the
     file and the line."""
-    from sophrosyne.policy import load_policy
-    from sophrosyne.policy.names import closest
+    from sophrosyne.sql.policy import load_policy
+    from sophrosyne.sql.policy.names import closest
 
     if spec.role is None:
         return

@@ -24,7 +24,7 @@ import pytest
 
 from fixtures.engines import build_sqlite
 from fixtures.serving import ROOT, connected, text_of
-from sophrosyne.connection import open_database
+from sophrosyne.database import open_database
 from sophrosyne.environment import Environment
 from sophrosyne.index.build import index_database
 from sophrosyne.index.values import ValueIndex, values_path
@@ -52,7 +52,7 @@ def saved_file_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_an_unwritable_cache_degrades_over_mcp_and_logs_the_cause_once(
     hr: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from sophrosyne.mcp_server import build_server
+    from sophrosyne.serve.server import build_server
 
     caplog.set_level(logging.WARNING)
     env = Environment.open(hr, settings=Settings(cache_dir=unwritable(tmp_path)))
@@ -114,7 +114,7 @@ def test_sophrosyne_index_on_an_unwritable_cache_says_what_to_fix(hr: Path, tmp_
 KILLED_WRITER = """
 import os, sys, threading, time
 from pathlib import Path
-from sophrosyne.connection import open_database
+from sophrosyne.database import open_database
 from sophrosyne.index import SchemaIndex
 from sophrosyne.index.embedders import default_embedder
 from sophrosyne.index.schema_index import index_folder
@@ -259,13 +259,13 @@ def test_an_index_that_cannot_be_built_is_a_clear_error_not_an_internal_one(
 ) -> None:
     """When even an index in memory cannot be had (the cache fails it otherwise than on saving), list_tables
     lists the tables without directives and says why, and search_schema says what to fix."""
-    import sophrosyne.moderation
+    import sophrosyne.directives.moderator
     from sophrosyne.errors import CacheUnavailable
 
     def read_only(*args: Any, **kwargs: Any) -> None:
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(sophrosyne.moderation, "load_or_build", read_only)
+    monkeypatch.setattr(sophrosyne.directives.moderator, "load_or_build", read_only)
     env = Environment.open(hr, settings=Settings(cache_dir=tmp_path / "cache"))
     try:
         for _ in range(2):

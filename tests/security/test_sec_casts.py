@@ -12,7 +12,7 @@ import pytest
 from fixtures.engines import postgres_schema
 from sophrosyne.environment import Environment
 from sophrosyne.errors import RejectedSQL, SophrosyneError
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.sql.policy import Role, TableRule
 
 pytestmark = pytest.mark.engine
 

@@ -9,11 +9,12 @@ import sqlglot
 from sqlglot import exp
 
 from fixtures.datasets import shared_datasets
-from sophrosyne import shape, sql_functions
 from sophrosyne.bench.datasets import load_questions
 from sophrosyne.errors import RejectedSQL
-from sophrosyne.guard import check_sql
-from sophrosyne.policy.row_filter import function_refusal
+from sophrosyne.sql import functions as sql_functions
+from sophrosyne.sql import shape
+from sophrosyne.sql.guard import check_sql
+from sophrosyne.sql.policy.row_filter import function_refusal
 
 SETS = [
     ("bird_dev/dev.json", "sqlite"),

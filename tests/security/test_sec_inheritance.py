@@ -16,7 +16,7 @@ import pytest
 from fixtures.engines import PG_DSN, unique_name, unreachable
 from sophrosyne.environment import Environment
 from sophrosyne.errors import SophrosyneError, UnknownTable
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.sql.policy import Role, TableRule
 
 SCHEMA = [
     "CREATE TABLE events (id INTEGER, dept TEXT, secret TEXT) PARTITION BY LIST (dept)",

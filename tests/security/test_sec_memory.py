@@ -38,7 +38,7 @@ SCRIPT = """
 import json, os, sys
 from sophrosyne.environment import Environment
 from sophrosyne.errors import QueryFailed
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.sql.policy import Role, TableRule
 from sophrosyne.settings import Settings
 
 def peak(pid="self"):

@@ -165,7 +165,7 @@ def test_an_unknown_role_in_a_sources_file_is_refused_with_its_line(hr: Path, tm
 
 
 def test_unknown_roles_in_the_policy_name_their_line(tmp_path: Path) -> None:
-    from sophrosyne.policy import load_policy
+    from sophrosyne.sql.policy import load_policy
 
     path = write(tmp_path, 'default_role = "clark"\n' + GOOD.split("\n", 1)[1])
     with pytest.raises(ConfigError, match=f"{path}:1: `default_role` names unknown role `clark`") as info:

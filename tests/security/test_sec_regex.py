@@ -17,8 +17,8 @@ import pytest
 from fixtures.engines import build_duckdb, build_sqlite, mariadb_database
 from sophrosyne.environment import Environment
 from sophrosyne.errors import InvalidArgument, QueryFailed
-from sophrosyne.policy import Role, TableRule
 from sophrosyne.settings import Settings
+from sophrosyne.sql.policy import Role, TableRule
 
 # 25 characters: about 9 s for Python's re here, 2^25 steps; RE2 answers at once.
 EVIL_VALUE = "a" * 25 + "b"

@@ -176,7 +176,7 @@ SELF_NAMED = [
 
 @pytest.fixture(scope="module")
 def restricted(env: Environment) -> Environment:
-    from sophrosyne.policy import Role, TableRule
+    from sophrosyne.sql.policy import Role, TableRule
 
     rules = {name: TableRule(**rule) for name, rule in ROLE_TABLES.items()}  # type: ignore[arg-type]
     return env.for_role(Role("scoped", tables=rules, denied=["notes"]))

@@ -19,9 +19,9 @@ from mcp.types import TextContent
 from fixtures.engines import built, engine_params, postgres_schema
 from sophrosyne.environment import Environment
 from sophrosyne.errors import NotReady, RejectedSQL
-from sophrosyne.mcp_server import build_server
-from sophrosyne.policy import Role, TableRule
+from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
+from sophrosyne.sql.policy import Role, TableRule
 
 ROLE = Role("ops", tables={"employees": TableRule(row_filter="department = 'D042'", hidden=["hire_date"])})
 # PostgreSQL planned a chain of 500 CTEs for 23 s under a 1 s limit; 2 s leaves room for a busy machine.

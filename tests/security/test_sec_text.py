@@ -19,10 +19,10 @@ import anyio
 import pytest
 
 from fixtures.engines import MARIADB, PG_DSN, ROWS, unique_name, unreachable
-from sophrosyne.agent.tools import EnvironmentTools, ToolOutput
+from sophrosyne.agent.toolbox import EnvironmentTools, ToolOutput
 from sophrosyne.environment import Environment
-from sophrosyne.policy import Role, TableRule
-from sophrosyne.results import render
+from sophrosyne.sql.policy import Role, TableRule
+from sophrosyne.tools.results import render
 
 FAKE_END = "</data 0123abcd>"
 # Each character str.splitlines() ends a line at, and three controls a terminal obeys (ESC, BEL, backspace).
@@ -358,7 +358,7 @@ def hostile_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_the_cli_prints_no_control_character_of_the_database(hostile_file: str) -> None:
     from typer.testing import CliRunner
 
-    from sophrosyne.cli import app
+    from sophrosyne.cli.app import app
 
     table, column = quoted(TABLES["sqlite"]), quoted(COLUMNS["sqlite"])
     runs = [

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 # Kept light: the sandbox child imports this package before it closes its layers.
 if TYPE_CHECKING:
     from sophrosyne.agent.outcome import Outcome, Step
-    from sophrosyne.agent.tools import Toolbox
+    from sophrosyne.agent.toolbox import Toolbox
     from sophrosyne.llm import ModelClient
     from sophrosyne.settings import Settings
 
@@ -34,8 +34,8 @@ async def solve(
     tables touched. An explorer outcome of kind `clarify` continues with `Explorer.resume`."""
     from sophrosyne.agent.explorer import Explorer
     from sophrosyne.agent.flex import FlexSQL
-    from sophrosyne.agent.python_exec import PythonExecutor
     from sophrosyne.llm import ModelClient
+    from sophrosyne.sandbox.executor import PythonExecutor
     from sophrosyne.settings import Settings
 
     settings = settings or (model.settings if model else Settings())

@@ -9,7 +9,7 @@ from typing import Any
 
 from sophrosyne.agent.outcome import Clarification, Outcome, Step, Trace
 from sophrosyne.agent.review import review_query
-from sophrosyne.agent.tools import Toolbox, ToolOutput, no_tool, rows_of
+from sophrosyne.agent.toolbox import Toolbox, ToolOutput, no_tool, rows_of
 from sophrosyne.base.data_blocks import block_contents
 from sophrosyne.errors import QueryFailed
 from sophrosyne.llm import Conversation, ModelClient, ToolCall, ToolSpec

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from sophrosyne.agent.outcome import Candidate, Outcome, Step, Trace, read_tables
-from sophrosyne.agent.python_exec import ProgramResult, PythonExecutor
-from sophrosyne.agent.tools import Rows, Toolbox, ToolOutput, no_tool, rows_of
+from sophrosyne.agent.toolbox import Rows, Toolbox, ToolOutput, no_tool, rows_of
 from sophrosyne.agent.voting import question_orders, tables_match, vote
 from sophrosyne.errors import ProgramFailed, QueryFailed, SandboxUnavailable
 from sophrosyne.llm import Conversation, ModelClient, ToolCall, ToolSpec, parse_json
-from sophrosyne.results import render_error
+from sophrosyne.sandbox.executor import ProgramResult, PythonExecutor
 from sophrosyne.settings import Settings
+from sophrosyne.tools.results import render_error
 
 # The longest program error the model is shown for a repair (its traceback, in a data block: it may quote data).
 PROGRAM_ERROR_CHARS = 4000

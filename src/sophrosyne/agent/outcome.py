@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sophrosyne.agent.tools import ToolOutput
+from sophrosyne.agent.toolbox import ToolOutput
 from sophrosyne.llm import Reply, Usage
 
 # `refused`: a call the model made that the solver did not pass on (unknown tool, bad arguments, ungrounded SQL).

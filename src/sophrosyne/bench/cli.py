@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from sophrosyne.terminal import console, progress_bar, reported
+from sophrosyne.cli.terminal import console, progress_bar, reported
 
 if TYPE_CHECKING:
     from sophrosyne.bench.datasets import Dataset

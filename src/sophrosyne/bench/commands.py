@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from sophrosyne.bench.cli import bench_app, cell_text, figures_table
-from sophrosyne.terminal import console, err_console, progress_bar, reported
+from sophrosyne.cli.terminal import console, err_console, progress_bar, reported
 
 if TYPE_CHECKING:
     from sophrosyne.bench.suites import Metric, Suite

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sophrosyne.catalog import Catalog, Column, ForeignKey, Table, load_bird_descriptions
 from sophrosyne.errors import ConfigError
+from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table, load_bird_descriptions
 
 DATASETS = ("bird-dev", "spider-dev", "spider2-cloud")
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from sophrosyne.bench.baselines import PAPER_LLM_TOP1, PAPER_RULES_TOP1, paper_llm_top1, paper_rules_top1
 from sophrosyne.bench.datasets import Dataset, Question
-from sophrosyne.catalog import Catalog
 from sophrosyne.directives import (
     DirectiveModel,
     DirectiveSettings,
@@ -25,7 +24,8 @@ from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.values import ValueBudget, ValueIndex
-from sophrosyne.joins import without_keys
+from sophrosyne.schema.catalog import Catalog
+from sophrosyne.schema.joins import without_keys
 
 SYSTEMS = ("none", "directives", "oracle", PAPER_RULES_TOP1)
 LLM_SYSTEMS = ("directives_llm", PAPER_LLM_TOP1)  # run only with a model for column inference

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sophrosyne.connection import Database
+    from sophrosyne.database import Database
 
 # BIRD: `meta_time_out` 30 s (bird-bench/mini_dev, evaluation/evaluation_ex.py, run_sqls_parallel).
 BIRD_TIMEOUT_S = 30.0
@@ -105,7 +105,7 @@ class Runner:
         return rows, columns
 
     def _run_server(self, sql: str, timeout_s: float) -> tuple[list[tuple[Any, ...]], list[str]]:
-        from sophrosyne.connection import open_database
+        from sophrosyne.database import open_database
         from sophrosyne.errors import QueryTimeout
 
         with self._lock:

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from sophrosyne.catalog import Catalog
+from sophrosyne.schema.catalog import Catalog
 
 # Tools whose `table` argument names the table looked at: described, sampled, searched.
 TABLE_TOOLS = ("describe_table", "get_distinct_values", "find_rows")

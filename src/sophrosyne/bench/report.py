@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from sophrosyne.bench.runs import merge_runs
-from sophrosyne.terminal import console
+from sophrosyne.cli.terminal import console
 
 ACCURACY = (
     ("questions", "questions"),

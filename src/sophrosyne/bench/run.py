@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sophrosyne.agent.tools import EnvironmentTools, ToolOutput
+from sophrosyne.agent.toolbox import EnvironmentTools, ToolOutput
 from sophrosyne.bench.datasets import Question
 from sophrosyne.bench.exploration import gold_tables_of, measure
 from sophrosyne.bench.score import Scorer

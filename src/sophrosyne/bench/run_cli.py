@@ -24,7 +24,7 @@ from sophrosyne.bench.commands import (
     open_suite,
     write_json,
 )
-from sophrosyne.terminal import console, reported, status_bar
+from sophrosyne.cli.terminal import console, reported, status_bar
 
 
 @bench_app.command("run")

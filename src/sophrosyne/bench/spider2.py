@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sophrosyne.bench.datasets import Dataset, Question, dataset_folder
-from sophrosyne.catalog import Catalog, Column, Table
 from sophrosyne.directives.oracle import gold_tables
+from sophrosyne.schema.catalog import Catalog, Column, Table
 
 SPIDER2_CLOUD = "spider2-cloud"
 _ENGINES = {"bigquery": "bigquery", "snowflake": "snowflake"}

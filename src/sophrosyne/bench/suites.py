@@ -12,7 +12,7 @@ from sophrosyne.errors import ConfigError
 
 if TYPE_CHECKING:
     from sophrosyne.bench.spider2_eval import Spider2Gold
-    from sophrosyne.catalog import Catalog
+    from sophrosyne.schema.catalog import Catalog
 
 Metric = Literal["bird", "spider", "spider2"]
 SUITES = (
@@ -154,7 +154,7 @@ def _on_server(suite: Suite, db_url: str | None) -> Suite:
 def _describe(suite: Suite, tables: Path, descriptions: Path | None) -> None:
     """Catalogs from a tables.json (for directives, gold tables and token counts) and BIRD's column
     descriptions where the dataset ships them."""
-    from sophrosyne.catalog import load_bird_descriptions
+    from sophrosyne.schema.catalog import load_bird_descriptions
 
     db_ids = {q.db_id for q in suite.questions} | {s.db_id for s in suite.skipped}
     suite.catalogs = load_catalogs(tables, db_ids)

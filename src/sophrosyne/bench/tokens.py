@@ -22,8 +22,8 @@ from sophrosyne.bench.exploration import gold_tables_of
 
 if TYPE_CHECKING:
     from sophrosyne.bench.suites import Suite
-    from sophrosyne.catalog import Catalog
     from sophrosyne.environment import Environment
+    from sophrosyne.schema.catalog import Catalog
 
 Tick = Callable[[str, int, int], None]
 # A fixed data-block marker: the server draws a random one per response, whose tokens would vary run to run.
@@ -43,14 +43,14 @@ def o200k_tokens(text: str) -> int:
 
 def whole_schema(env: Environment) -> str:
     """The coarse prompt: every table of the database described, as `describe_table` renders it."""
-    from sophrosyne.results import render
+    from sophrosyne.tools.results import render
 
     return "\n\n".join(render(env.describe_table(name), NONCE) for name in env.catalog.tables)
 
 
 def fine_context(env: Environment, question: Question, gold: set[str]) -> str:
     """`list_tables` with the question and knowledge, then `describe_table` of each gold table."""
-    from sophrosyne.results import render
+    from sophrosyne.tools.results import render
 
     parts = [render(env.list_tables(question.question, question.knowledge or None), NONCE)]
     parts += [render(env.describe_table(name), NONCE) for name in sorted(gold) if env.catalog.table(name)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from sophrosyne.catalog import Catalog
 from sophrosyne.directives.inference import LLMColumnInference
 from sophrosyne.directives.knowledge import Knowledge, knowledge_text, with_inferred_columns
 from sophrosyne.directives.model import DirectiveSettings
@@ -14,6 +13,7 @@ from sophrosyne.directives.units import Units, tie_twins
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.values import ValueIndex
+from sophrosyne.schema.catalog import Catalog
 
 
 @dataclass(frozen=True)

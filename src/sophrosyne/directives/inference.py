@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sophrosyne.catalog import Catalog
 from sophrosyne.directives.knowledge import IDENTIFIER
 from sophrosyne.errors import ModelError
+from sophrosyne.schema.catalog import Catalog
 
 
 class LLMColumnInference:

@@ -6,8 +6,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
-from sophrosyne.catalog import Catalog
 from sophrosyne.directives.decision import Directives, TableDirective
+from sophrosyne.schema.catalog import Catalog
 
 
 def gold_tables(sql: str, catalog: Catalog, dialect: str = "sqlite") -> set[str]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sophrosyne.catalog import Catalog
 from sophrosyne.directives.units import Units, fold_units
-from sophrosyne.joins import JoinInference, Probe, Sample, infer_joins, with_joins
+from sophrosyne.schema.catalog import Catalog
+from sophrosyne.schema.joins import JoinInference, Probe, Sample, infer_joins, with_joins
 
 
 @dataclass

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from sophrosyne.catalog import Catalog
 from sophrosyne.directives.knowledge import (
     Knowledge,
     knowledge_text,
@@ -26,6 +25,7 @@ from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.text import QUERY_NOISE, normalize, tokenize
 from sophrosyne.index.values import ValueIndex
 from sophrosyne.index.vectors import one_blas_thread
+from sophrosyne.schema.catalog import Catalog
 
 # Signals that name or ground a table outright; a knowledge-less question with none of them, and no word of the
 # schema, gets no directives.

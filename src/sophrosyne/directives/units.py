@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sophrosyne.catalog import Catalog, Table
 from sophrosyne.index.text import split_identifier
+from sophrosyne.schema.catalog import Catalog, Table
 
 # Digit runs of four or more (years, dates) and a digit run ending the name vary between shards:
 # `ga_sessions_20170801`, `gsod1929`, `2000_q1`, `icoads_core_1662_2000`, `activities_23`. Shorter runs

@@ -9,14 +9,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from sophrosyne import catalog_reader
+from sophrosyne.engines import catalog_reader
 from sophrosyne.errors import ConfigError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
-    from sophrosyne.catalog import Catalog
-    from sophrosyne.connection import Database
+    from sophrosyne.database import Database
+    from sophrosyne.schema.catalog import Catalog
 
 
 Row = Sequence[Any]

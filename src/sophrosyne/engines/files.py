@@ -12,13 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sophrosyne import catalog_reader
 from sophrosyne.base import patterns
+from sophrosyne.engines import catalog_reader
 from sophrosyne.engines.base import OPEN_WAIT_S, Cursor, FileEngine, Row
 
 if TYPE_CHECKING:
-    from sophrosyne.catalog import Catalog
-    from sophrosyne.connection import Database
+    from sophrosyne.database import Database
+    from sophrosyne.schema.catalog import Catalog
 
 
 # The longest string or blob SQLite builds or reads in a session ("string or blob too big" past it).

@@ -7,12 +7,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sophrosyne.catalog import load_bird_descriptions
-from sophrosyne.connection import open_database
+from sophrosyne.database import open_database
 from sophrosyne.index.cache import unavailable
 from sophrosyne.index.embedders import default_embedder
 from sophrosyne.index.schema_index import Progress, index_folder, load_or_build
 from sophrosyne.index.values import ValueBudget, load_or_build_values, values_path
+from sophrosyne.schema.catalog import load_bird_descriptions
 from sophrosyne.settings import Settings
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sophrosyne.catalog import Catalog
 from sophrosyne.index.text import expanded, normalize, tokenize
+from sophrosyne.schema.catalog import Catalog
 
 
 @dataclass

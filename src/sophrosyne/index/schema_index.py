@@ -17,13 +17,13 @@ import bm25s
 import numpy as np
 import numpy.typing as npt
 
-from sophrosyne.catalog import Catalog
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.cache import clean_stale, reason, tell_once, temp_prefix, unavailable
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.fusion import reciprocal_rank_fusion
 from sophrosyne.index.text import expanded, split_identifier, tokenize
 from sophrosyne.index.vectors import VectorIndex
+from sophrosyne.schema.catalog import Catalog
 
 INDEX_VERSION = 1
 logging.getLogger("bm25s").setLevel(logging.WARNING)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from sophrosyne.catalog import Catalog, is_text_type
 from sophrosyne.index.cache import clean_stale, temp_prefix, unavailable
 from sophrosyne.index.text import stem
+from sophrosyne.schema.catalog import Catalog, is_text_type
 
 if TYPE_CHECKING:
-    from sophrosyne.connection import Database
+    from sophrosyne.database import Database
 
 logger = logging.getLogger("sophrosyne.index")
 

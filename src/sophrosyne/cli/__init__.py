@@ -1,0 +1,1 @@
+"""The `sophrosyne` command: a thin adapter that parses, calls Environment and renders."""

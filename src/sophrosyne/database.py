@@ -1,0 +1,489 @@
+"""Databases opened read-only: pooled connections, sessions with a per-statement timeout, and a row cap."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sophrosyne import engines
+from sophrosyne.base import deadline
+from sophrosyne.engines.reading import Read, read_rows
+from sophrosyne.errors import (
+    CallCancelled,
+    ConfigError,
+    ConnectionFailed,
+    QueryFailed,
+    QueryTimeout,
+    SophrosyneError,
+)
+from sophrosyne.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine as SQLAlchemyEngine
+
+    from sophrosyne.engines import Cursor, Engine, FileEngine, ServerEngine
+    from sophrosyne.schema.catalog import Catalog
+
+# Words in an engine's message that mean the statement was stopped by its deadline.
+_TIMEOUT_MARKERS = (
+    "interrupted",
+    "statement timeout",
+    "canceling statement",
+    "max_execution_time",
+    "max_statement_time",
+    "query execution was interrupted",
+)
+logger = logging.getLogger("sophrosyne.database")
+_CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
+
+
+@dataclass
+class QueryResult:
+    """Rows of one statement, capped; `truncated` says the engine had more; `cut` says what was cut as the
+    rows were read (long values, or rows past the memory bound), in a sentence for the response."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool
+    elapsed_ms: float
+    cut: str | None = None
+
+
+class Pool(Protocol):
+    """Where a database's DB-API connections come from and go back to."""
+
+    driver: str
+    url: str
+    errors: tuple[type[Exception], ...]
+
+    def acquire(self) -> Any: ...
+    def release(self, raw: Any) -> None: ...
+    def close(self) -> None: ...
+
+
+class Database:
+    """One database, reached only through read-only sessions."""
+
+    def __init__(self, engine: Engine, pool: Pool, *, name: str, settings: Settings) -> None:
+        from sophrosyne.schema.live import LiveCatalog
+
+        self.engine = engine
+        self.pool = pool
+        self.name = name
+        self.settings = settings
+        self.closed = False
+        self._live = LiveCatalog(self)
+        self._index_leads: dict[str, set[str]] | None = None
+        self._index_leads_read = False
+
+    @property
+    def dialect(self) -> str:
+        """The sqlglot dialect of the engine."""
+        return self.engine.name
+
+    @property
+    def driver(self) -> str:
+        """The DB-API driver the connections run on."""
+        return self.pool.driver
+
+    @property
+    def display_url(self) -> str:
+        """The database's URL, without a password."""
+        return self.pool.url
+
+    def catalog(self) -> Catalog:
+        """The catalog, read in the background and kept current (see liveness.py)."""
+        return self._live.get()
+
+    @property
+    def catalog_ready(self) -> bool:
+        return self._live.ready
+
+    def start_reading_catalog(self) -> None:
+        """Read the schema now, in the background, so that the first call finds it ready."""
+        self._live.start()
+
+    def index_leads(self) -> dict[str, set[str]] | None:
+        """Lower-cased table -> lower-cased first columns of its indexes, read once (for performance hints);
+        None where the engine does not say."""
+        if not self._index_leads_read:
+            try:
+                with self.session(self.settings.timeout_s) as cursor:
+                    pairs = self.engine.index_leads(cursor)
+            except SophrosyneError:
+                pairs = None  # no hints rather than a failed tool call
+            leads: dict[str, set[str]] | None = None
+            if pairs is not None:
+                leads = {}
+                for table, column in pairs:
+                    leads.setdefault(table.lower(), set()).add(column.lower())
+            self._index_leads, self._index_leads_read = leads, True
+        return self._index_leads
+
+    def refresh_catalog(self) -> Catalog:
+        return self._live.refresh()
+
+    def file_moved(self) -> bool:
+        """For a file: whether it was replaced since the pool last looked (ConnectionFailed if it is gone)."""
+        check = getattr(self.pool, "replaced", None)
+        return bool(check()) if check is not None else False
+
+    def fingerprint(self, timeout_s: float) -> object:
+        """What identifies the schema now: the file's identity (for a file) and the engine's fingerprint."""
+        with self.session(timeout_s) as cursor:
+            # The pool checked the file as it handed out this connection: its identity is the current one.
+            return (getattr(self.pool, "identity", None), self.engine.schema_fingerprint(cursor))
+
+    def run(
+        self, sql: str, *, limit: int | None = None, timeout_s: float | None = None, fenced: bool = False
+    ) -> QueryResult:
+        """Run one statement in a read-only session; fetch at most `limit` rows. `fenced`: see Engine.session.
+
+        The statement gets what is left of the call's deadline, if less than its own timeout."""
+        deadline.check("the statement")
+        timeout = deadline.remaining(timeout_s if timeout_s is not None else self.settings.timeout_s)
+        started = time.perf_counter()
+        with (
+            self.session(timeout, fenced=fenced) as cursor,
+            self.engine.reading(cursor, sql, time.monotonic() + timeout) as results,
+        ):
+            description = results.description
+            columns = [str(d[0]) for d in description] if description else []
+            # Rows a few at a time, long values cut as they arrive: the memory a result holds is bounded too.
+            read = (
+                read_rows(
+                    results,
+                    limit,
+                    value_chars=self.settings.read_value_chars,
+                    result_bytes=self.settings.read_result_bytes,
+                )
+                if description
+                else Read([], False)
+            )
+        elapsed = (time.perf_counter() - started) * 1000
+        logger.debug("%s: %d rows in %.1f ms: %.200s", self.name, len(read.rows), elapsed, sql)
+        return QueryResult(columns, read.rows, read.more, elapsed, read.note())
+
+    @contextmanager
+    def session(self, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        """A cursor inside a read-only transaction with a statement deadline; the engine's errors are translated."""
+        if self.closed:
+            # A background reading (the schema, an index) that outlived its database opens nothing new.
+            raise ConnectionFailed(f"{self.name} was closed.", hint="Open the database again.")
+        raw = self.pool.acquire()
+        running = deadline.current()
+        try:
+            if running is None:
+                with self.engine.session(raw, timeout_s, fenced=fenced) as cursor:
+                    yield cursor
+            else:
+                with (
+                    running.interruptible(lambda: self.engine.interrupt(raw)),
+                    self.engine.session(raw, timeout_s, fenced=fenced) as cursor,
+                ):
+                    yield cursor
+        except self.pool.errors as exc:
+            if running is not None and running.cancelled:
+                raise CallCancelled("the call was cancelled by its client; its statement was stopped.") from None
+            # The limit the caller knows: the call's, when the statement ran out of the call's time.
+            limit = running.seconds if running is not None and running.expired else timeout_s
+            raise _translate(exc, limit) from None
+        finally:
+            if self.closed:
+                # Closed meanwhile: the connection is shut, not handed back to a pool that is gone.
+                discard = getattr(raw, "invalidate", None) or raw.close
+                discard()
+            else:
+                self.pool.release(raw)
+
+    def close(self) -> None:
+        self.closed = True
+        self.pool.close()
+
+
+class FilePool:
+    """Native connections to one database file, kept for reuse; each serves one thread at a time.
+
+    Opening a connection costs little, but SQLite parses the schema again on each new one, which adds up on
+    large schemas; a few idle connections are kept, and more are opened when threads need them. The path
+    is checked at each hand-out: a file replaced under it is opened anew, a removed one is an error until
+    it is back. An engine whose connections lock the file (DuckDB) has its idle ones closed after
+    `engine.idle_close_s` without a call, so that other processes may write to the file meanwhile.
+    """
+
+    keep = 4
+
+    def __init__(self, engine: FileEngine, path: Path) -> None:
+        self.engine = engine
+        self.path = path
+        self.driver = engine.driver
+        self.url = f"{engine.name}:///{path}"
+        self.errors: tuple[type[Exception], ...] = (engine.error(),)
+        self._idle: list[Any] = []
+        self._opened: dict[int, object] = {}  # id of a connection -> identity of the file it opened
+        self._lock = threading.Lock()
+        self.identity: object = self._stat()
+        self._last_release = 0.0
+        self._closer: threading.Timer | None = None
+
+    def _stat(self) -> object:
+        """The file's identity (device and inode): a file replaced under the same path has another."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise ConnectionFailed(
+                f"the database file {self.path} is gone (removed or moved while being served).",
+                hint="Put the file back, or serve its new path; calls work again as soon as it is there.",
+            ) from None
+        except OSError as exc:
+            raise ConnectionFailed(f"cannot read {self.path}: {exc.strerror}.", hint="Check the file.") from None
+        return (st.st_dev, st.st_ino)
+
+    def replaced(self) -> bool:
+        """Whether the path now holds another file than the connections opened (raises if it holds none)."""
+        return self._stat() != self.identity
+
+    def acquire(self) -> Any:
+        # A connection keeps reading the file it opened even once that file is replaced or removed: check
+        # the path first, and open the file there now rather than serve the old one.
+        identity = self._stat()
+        stale: list[Any] = []
+        with self._lock:
+            if identity != self.identity:
+                stale, self._idle = self._idle, []
+                self.identity = identity
+            raw = self._idle.pop() if self._idle else None
+        for old in stale:
+            self._close(old)
+        if raw is not None:
+            return raw
+        raw = self.open()
+        with self._lock:
+            self._opened[id(raw)] = identity
+        return raw
+
+    def open(self) -> Any:
+        """A new connection, checked by reading the file, with the reason in plain words when it fails."""
+        try:
+            raw = self.engine.connect(self.path)
+            self.engine.probe(raw)
+            return raw
+        except self.errors as exc:
+            raise open_failure(self.path, _first_line(exc)) from None
+
+    def release(self, raw: Any) -> None:
+        if getattr(raw, "broken", False):  # a DuckDB process that ended: not kept for the next call
+            self._close(raw)
+            return
+        with self._lock:
+            current = self._opened.get(id(raw)) == self.identity
+            if current and len(self._idle) < self.keep:
+                self._idle.append(raw)
+                self._last_release = time.monotonic()
+                self._close_when_idle()
+                return
+        self._close(raw)
+
+    def _close_when_idle(self) -> None:
+        """(Under the lock.) Close the idle connections once none was used for `idle_close_s`."""
+        wait = self.engine.idle_close_s
+        if wait is None or self._closer is not None:
+            return
+        due = self._last_release + wait - time.monotonic()
+        # The timer holds the pool weakly: a pending timer does not keep connections alive past the pool.
+        self._closer = threading.Timer(max(0.0, due), _close_idle_of, (weakref.ref(self),))
+        self._closer.daemon = True
+        self._closer.start()
+
+    def _close_idle(self) -> None:
+        wait = self.engine.idle_close_s or 0.0
+        with self._lock:
+            self._closer = None
+            if time.monotonic() - self._last_release < wait:
+                self._close_when_idle()  # used meanwhile: wait for its own pause
+                return
+            idle, self._idle = self._idle, []
+        for raw in idle:
+            self._close(raw)
+
+    def _close(self, raw: Any) -> None:
+        with self._lock:
+            self._opened.pop(id(raw), None)
+        raw.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+            closer, self._closer = self._closer, None
+        if closer is not None:
+            closer.cancel()
+        for raw in idle:
+            self._close(raw)
+
+
+def _close_idle_of(pool: weakref.ref[FilePool]) -> None:
+    alive = pool()
+    if alive is not None:
+        alive._close_idle()
+
+
+def open_failure(path: Path, message: str) -> ConnectionFailed:
+    """Why a database file could not be opened, in words a user acts on (the driver's words after)."""
+    lowered = message.lower()
+    kind = "SQLite or DuckDB"
+    if "not a database" in lowered or "not a valid duckdb" in lowered or "invalid" in lowered:
+        return ConnectionFailed(
+            f"{path} is not a {kind} database ({message}).",
+            hint="Give a .sqlite/.db/.duckdb database file, or a URL such as postgresql://user@host/db.",
+        )
+    if "locked" in lowered or "lock on file" in lowered:
+        return ConnectionFailed(
+            f"{path} is locked by another process ({message}).",
+            hint="Wait for the process writing to it to finish, or serve a copy of the file.",
+        )
+    if not os.access(path, os.R_OK):
+        return ConnectionFailed(f"cannot read {path}: permission denied.", hint="Give the server read access.")
+    return ConnectionFailed(f"cannot open {path}: {message}", hint="Check the file.")
+
+
+class ServerPool:
+    """SQLAlchemy's pool of one server database (it checks a connection is alive before handing it out)."""
+
+    def __init__(self, engine: SQLAlchemyEngine) -> None:
+        self.engine = engine
+        self.driver = str(engine.dialect.driver)
+        self.url = engine.url.render_as_string(hide_password=True)
+        self.errors: tuple[type[Exception], ...] = (engine.dialect.loaded_dbapi.Error,)
+
+    def acquire(self) -> Any:
+        from sqlalchemy.exc import DBAPIError
+
+        # The pool raises the driver's own errors on connect, unwrapped.
+        errors: tuple[type[Exception], ...] = (DBAPIError, *self.errors)
+        try:
+            return self.engine.raw_connection()
+        except errors as exc:
+            cause = exc.orig if isinstance(exc, DBAPIError) else exc
+            raise ConnectionFailed(f"cannot connect to {self.url}: {_first_line(cause)}", hint=_CONNECT_HINT) from None
+
+    def release(self, raw: Any) -> None:
+        raw.close()  # back to the pool, which rolls back whatever is left
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+DEMO = "demo"
+
+
+def demo_path() -> Path:
+    """The embedded HR demo database."""
+    from importlib import resources
+
+    return Path(str(resources.files("sophrosyne") / "data" / "demo.sqlite"))
+
+
+def open_database(
+    target: str | Path, settings: Settings | None = None, *, name: str | None = None, probe: bool = True
+) -> Database:
+    """Open a database from a SQLAlchemy URL, a path to a .sqlite/.db/.duckdb file, or `demo`, read-only.
+
+    A path is opened exactly as given (`#`, `?` and spaces are part of the name). With `probe` a first
+    connection is made now, so a bad target fails here with its reason; a server skips it and reports the
+    reason on each call until the target works (a file locked at start-up, a server still starting)."""
+    settings = settings or Settings()
+    text = str(target)
+    if text == DEMO:
+        return _open_file(str(demo_path()), settings, name or DEMO, probe)
+    if "://" not in text:
+        return _open_file(text, settings, name, probe)
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise ConfigError(f"`{text}` is not a valid SQLAlchemy URL.") from None
+    backend = url.get_backend_name()
+    engine = engines.named(backend)
+    if engine is None:
+        raise ConfigError(
+            f"the `{backend}` engine is not supported.",
+            hint="Use sqlite, duckdb, postgresql or mysql/mariadb URLs.",
+        )
+    if not isinstance(engine, engines.ServerEngine):
+        if not url.database or url.database == ":memory:":
+            raise ConfigError(f"`{text}` names no database file.", hint=f"Give the file, as in {backend}:///hr.db.")
+        return _open_file(url.database, settings, name, probe)
+    return _open_server(engine, url, settings, name, probe)
+
+
+def _open_file(text: str, settings: Settings, name: str | None, probe: bool) -> Database:
+    path = Path(text).expanduser()
+    engine = engines.for_file(path)
+    if engine is None:
+        raise ConfigError(
+            f"`{text}` is neither a SQLAlchemy URL nor a {', '.join(engines.file_suffixes())} file.",
+            hint="Give a file path, or a URL such as postgresql://user@host/db or mysql://root@host/db.",
+        )
+    if path.is_dir():
+        raise ConfigError(f"`{text}` is a folder, not a database file.", hint="Give the database file in it.")
+    if not path.exists():
+        raise ConfigError(f"database file `{text}` does not exist.", hint="Check the path.")
+    pool = FilePool(engine, path.resolve())
+    if probe:
+        pool.release(pool.acquire())
+    return Database(engine, pool, name=name or path.stem, settings=settings)
+
+
+def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str | None, probe: bool) -> Database:
+    import sqlalchemy as sa
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    url, connect_args = engine.prepare_url(url)
+    try:
+        sa_engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
+    pool = ServerPool(sa_engine)
+    if probe:
+        pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
+    return Database(engine, pool, name=name or (url.database or url.get_backend_name()), settings=settings)
+
+
+def _translate(exc: Exception, timeout_s: float) -> SophrosyneError:
+    message = _first_line(exc)
+    lowered = message.lower()
+    if any(m in lowered for m in _TIMEOUT_MARKERS):
+        return QueryTimeout(
+            f"the statement ran longer than the {timeout_s:g} s timeout and was stopped.",
+            hint="Add filters or a LIMIT, aggregate before joining, or avoid scanning large tables whole.",
+        )
+    if "out of memory" in lowered:  # DuckDB past its process's cap (engines/duckdb_process.py), for one
+        return QueryFailed(
+            "the statement needed more memory than one statement may hold and was stopped; its message:",
+            quoted=message,
+            hint="Select shorter values (e.g. substr()) or fewer rows, filter first, or aggregate before joining.",
+        )
+    # The engine's words may quote data (`invalid input syntax for type integer: "…"`): they are its, not ours.
+    if "read-only" in lowered or "read only" in lowered or "readonly" in lowered:
+        return QueryFailed("the database is opened read-only and refused the statement; its message:", quoted=message)
+    return QueryFailed("the database failed the statement; its message:", quoted=message)
+
+
+def _first_line(exc: BaseException | None) -> str:
+    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
+    # MySQL drivers carry (errno, message); the number means nothing to an agent.
+    text = str(args[1] if len(args) == 2 and isinstance(args[0], int) else exc or "").strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+__all__ = ["Database", "FilePool", "Pool", "QueryResult", "ServerPool", "open_database"]

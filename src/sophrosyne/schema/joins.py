@@ -1,0 +1,336 @@
+"""Join inference where keys are missing: candidates from names and types, confirmed by value inclusion."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sophrosyne.index.text import split_identifier, stem
+from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
+
+Sample = Callable[[str, str, int], list[Any]]
+"""sample(table, column, limit): distinct non-null values of a column, read through the secured path."""
+Probe = Callable[[str, str, list[Any]], set[Any]]
+"""probe(table, column, values): which of `values` the column holds, read through the secured path."""
+
+# The last word of a column that makes it a key: `customer_id`, `CustomerKey`, `dept_no`, `state_cd`, `Sku`.
+KEY_WORDS = frozenset({"id", "key", "code", "cd", "no", "num", "nbr", "number", "sk", "uuid", "guid", "sku"})
+# Same-named columns join only when the name says more than a bare key word or a common attribute.
+_GENERIC = frozenset({"id", "key", "code", "no", "num", "number", "type", "status", "name"})
+_PREFIXES = frozenset({"dim", "fact", "fct", "tbl", "ref", "lkp", "lu", "stg", "raw", "src", "d", "f", "t"})
+MAX_SHARED_HOLDERS = 8  # a key name held by more tables than this is too common to join them all pairwise
+
+
+@dataclass(frozen=True)
+class InferredJoin:
+    """A join the schema does not declare: `table.columns` -> `ref_table.ref_columns`, how sure, and why."""
+
+    table: str
+    columns: tuple[str, ...]
+    ref_table: str
+    ref_columns: tuple[str, ...]
+    confidence: float
+    evidence: str  # what supports it: the names, or the values found
+
+    def as_foreign_key(self) -> ForeignKey:
+        return ForeignKey(
+            list(self.columns), self.ref_table, list(self.ref_columns), inferred=True, confidence=self.confidence
+        )
+
+
+@dataclass
+class JoinInference:
+    """The inferred joins of a catalog, and what they rest on (names only, or values too)."""
+
+    joins: list[InferredJoin] = field(default_factory=list)
+    confirmed: int = 0  # joins whose values were checked and found
+    rejected: int = 0  # candidates whose values were checked and not found
+    unchecked: int = 0  # candidates left on names alone (no data reachable, or out of time)
+    note: str = ""
+
+
+def type_family(type_name: str) -> str:
+    upper = (type_name or "").upper()
+    if not upper:
+        return ""
+    if any(t in upper for t in ("INT", "NUMBER(38,0)", "SERIAL")):
+        return "int"
+    if any(t in upper for t in ("CHAR", "TEXT", "STRING", "CLOB", "VARCHAR")):
+        return "text"
+    if any(t in upper for t in ("DEC", "NUMERIC", "NUMBER", "FLOAT", "DOUBLE", "REAL", "BIGNUMERIC")):
+        return "number"
+    if any(t in upper for t in ("DATE", "TIME")):
+        return "time"
+    if "BOOL" in upper:
+        return "bool"
+    return "other"
+
+
+def compatible(a: Column, b: Column) -> float:
+    """How well two columns' types fit a join: 1 alike, 0.85 a number against a text key, 0 not at all."""
+    fa, fb = type_family(a.type), type_family(b.type)
+    if not fa or not fb or fa == fb or {fa, fb} == {"int", "number"}:
+        return 1.0
+    if "text" in (fa, fb) and {fa, fb} <= {"int", "number", "text"}:
+        return 0.85  # warehouses (and SQLite schemas) often keep numeric ids as strings
+    return 0.0
+
+
+def _short(table: str) -> str:
+    return table.rsplit(".", 1)[-1]
+
+
+def table_entities(table: str) -> set[str]:
+    """What a table is named after: its words stemmed, and the same without warehouse prefixes
+    (`SALES_CUSTOMERS` -> `sale customer`, `customer`; `dim_customer` -> `customer`)."""
+    words = [stem(w) for w in split_identifier(_short(table)) if not w.isdigit()]
+    entities = {" ".join(words[i:]) for i in range(len(words))}
+    while words and words[0] in _PREFIXES:
+        words = words[1:]
+    if words:
+        entities.add(" ".join(words))
+    return {e for e in entities if e}
+
+
+def column_entity(column: str) -> str | None:
+    """The entity a key-like column names (`customer_id` -> `customer`), or None when it is no such column."""
+    words = split_identifier(column.rsplit(".", 1)[-1])
+    if len(words) >= 2 and words[-1] in KEY_WORDS:
+        return " ".join(stem(w) for w in words[:-1] if not w.isdigit()) or None
+    return None
+
+
+def _is_struct_field(table: Table, column: Column) -> bool:
+    parent = column.name.rsplit(".", 1)[0] if "." in column.name else ""
+    return bool(parent) and table.column(parent) is not None
+
+
+def _declared(catalog: Catalog) -> tuple[set[tuple[str, str]], set[frozenset[str]]]:
+    """Columns of the tables that declare foreign keys (such a table is trusted to declare all its joins),
+    and pairs of tables a declared key joins."""
+    columns: set[tuple[str, str]] = set()
+    pairs: set[frozenset[str]] = set()
+    for t in catalog.tables.values():
+        declared = [fk for fk in t.foreign_keys if not fk.inferred]
+        if declared:
+            columns |= {(t.name, c.name.lower()) for c in t.columns}
+        for fk in declared:
+            pairs.add(frozenset((t.name, fk.ref_table)))
+    return columns, pairs
+
+
+def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
+    """Joins named by the schema: `x_id` to the table named `x`/`xs` (its `id` or `x_id`), and key-like
+    columns of the same name and compatible type in a few tables. Declared keys win over both."""
+    declared_columns, declared_pairs = _declared(catalog)
+    by_entity: dict[str, list[Table]] = {}
+    entities: dict[str, set[str]] = {}
+    holders: dict[str, list[tuple[Table, Column]]] = {}
+    # Each table's columns by their stemmed words, and the tables holding each such name: lookups, so that
+    # inference stays linear in the columns (a 5,000-table catalog has 100,000).
+    keyed: dict[str, dict[tuple[str, ...], Column]] = {}
+    by_words: dict[tuple[str, ...], list[Table]] = {}
+    # Views are left out on both sides: a view is derived from tables it already joins (its definition).
+    words_of: dict[str, set[str]] = {}
+    leading: dict[str, list[str]] = {}
+    compounds: dict[str, list[Table]] = {}
+    for t in (t for t in catalog.tables.values() if t.kind != "view"):
+        entities[t.name] = table_entities(t.name)
+        words_of[t.name] = {stem(w) for w in split_identifier(_short(t.name))}
+        if t.columns:
+            leading[t.name] = [stem(w) for w in split_identifier(t.columns[0].name)]
+        plain = [w for w in split_identifier(_short(t.name)) if w not in _PREFIXES and not w.isdigit()]
+        if len(plain) == 1 and len(plain[0]) >= 7:
+            whole = stem(plain[0])
+            for cut in range(2, len(whole) - 3):
+                compounds.setdefault(whole[cut:], []).append(t)
+        for entity in entities[t.name]:
+            by_entity.setdefault(entity, []).append(t)
+        keyed[t.name] = {}
+        for c in t.columns:
+            if not _is_struct_field(t, c):
+                holders.setdefault(c.name.lower(), []).append((t, c))
+                spelled = tuple(stem(w) for w in split_identifier(c.name))
+                if spelled not in keyed[t.name]:
+                    keyed[t.name][spelled] = c
+                    by_words.setdefault(spelled, []).append(t)
+    found: dict[tuple[str, str, str], InferredJoin] = {}
+
+    def add(join: InferredJoin) -> None:
+        if frozenset((join.table, join.ref_table)) in declared_pairs:
+            return
+        key = (join.table, join.columns[0].lower(), join.ref_table)
+        if key not in found or found[key].confidence < join.confidence:
+            found[key] = join
+
+    for name, held in holders.items():
+        words = [stem(w) for w in split_identifier(held[0][1].name.rsplit(".", 1)[-1])]
+        if len(words) >= 2 and words[-1] not in KEY_WORDS:
+            _named_after(words, name, held, by_entity, keyed, declared_columns, add)
+            continue
+        if len(words) < 2:
+            continue
+        # `OwnerUserId` -> users.Id and `home_team_api_id` -> team.team_api_id: a role word may lead the name,
+        # so every tail that still ends in the key word is tried, the whole name first.
+        holder_names = {t.name for t, _ in held}
+        for start in range(len(words) - 1):
+            tail = words[start:]
+            entity = " ".join(w for w in tail[:-1] if not w.isdigit())
+            named = by_entity.get(entity, [])
+            named_set = {t.name for t in named}
+            owners = named + [t for t in by_words.get(tuple(tail), []) if len(tail) > 2 and tail[0] in entities[t.name]]
+            # Only the tables holding the column itself are named after its entity (`hero_power.power_id`).
+            elsewhere = [t for t in named if t.name not in holder_names]
+            if not elsewhere and start > 0 and len(tail) == 2:
+                # `start_station_id` -> bikeshare_station_info.station_id: no table is named `station`, but one
+                # whose name has the word leads with that very column, its key.
+                owners += [
+                    t for t in by_words.get(tuple(tail), []) if tail[0] in words_of[t.name] and leading[t.name] == tail
+                ]
+            if not elsewhere and start == 0 and " " not in entity and len(entity) >= 4:
+                # `hero_id` -> superhero.id, `power_id` -> superpower.id: the entity ends a one-word table name.
+                compound = compounds.get(entity, [])
+                owners += compound if len(compound) == 1 else []
+                named_set |= {t.name for t in compound}
+            matched = False
+            for owner in owners:
+                target = keyed[owner.name].get(tuple(tail)) or (
+                    _key_column(keyed[owner.name], tail[-1]) if owner.name in named_set else None
+                )
+                if target is None:
+                    continue
+                for t, c in held:
+                    if t.name == owner.name or (t.name, name) in declared_columns:
+                        continue
+                    fit = compatible(c, target)
+                    if fit:
+                        matched = True
+                        first = owner.columns[0].name.lower() == target.name.lower() or target.primary_key
+                        confidence = (0.85 if first else 0.75) * fit * (1.0 if start == 0 else 0.9)
+                        add(InferredJoin(t.name, (c.name,), owner.name, (target.name,), round(confidence, 3), "names"))
+            if matched:
+                break
+    owned = {(j.table, j.columns[0].lower()) for j in found.values()} | {
+        (j.ref_table, j.ref_columns[0].lower()) for j in found.values()
+    }
+    for name, held in holders.items():
+        words = split_identifier(held[0][1].name)
+        if len(held) < 2 or len(held) > MAX_SHARED_HOLDERS or name in _GENERIC:
+            continue
+        if len(words) < 2 and name not in ("uuid", "guid"):  # one word keys only when unique by nature
+            continue
+        if words[-1] not in KEY_WORDS or any((t.name, name) in owned for t, _ in held):
+            continue
+        free = [(t, c) for t, c in held if (t.name, name) not in declared_columns]
+        # A table that declares its keys joins only through them: it is neither side of a shared-name guess.
+        for i, (t, c) in enumerate(free):
+            for other, oc in free[i + 1 :]:
+                fit = compatible(c, oc)
+                if fit and t.name != other.name:
+                    add(InferredJoin(t.name, (c.name,), other.name, (oc.name,), 0.6 * fit, "shared name"))
+    return sorted(found.values(), key=lambda j: (-j.confidence, j.table, j.columns, j.ref_table))
+
+
+def _named_after(
+    words: list[str],
+    name: str,
+    held: list[tuple[Table, Column]],
+    by_entity: dict[str, list[Table]],
+    keyed: dict[str, dict[tuple[str, ...], Column]],
+    declared_columns: set[tuple[str, str]],
+    add: Callable[[InferredJoin], None],
+) -> None:
+    """A column whose name ends with another table's name (`link_to_member` -> member.member_id), less sure."""
+    for size in (2, 1):
+        entity = " ".join(words[-size:])
+        for owner in by_entity.get(entity, []) if len(words) > size else []:
+            target = keyed[owner.name].get((*words[-size:], "id")) or _key_column(keyed[owner.name], "id")
+            if target is None:
+                continue
+            for t, c in held:
+                if t.name != owner.name and (t.name, name) not in declared_columns and compatible(c, target):
+                    add(InferredJoin(t.name, (c.name,), owner.name, (target.name,), 0.6, "names"))
+            return
+
+
+def _key_column(columns: dict[tuple[str, ...], Column], key_word: str) -> Column | None:
+    """The plain key of a table a `<entity>_<key>` column points at: the same key word, else `id` or `key`."""
+    return columns.get((key_word,)) or columns.get(("id",)) or columns.get(("key",))
+
+
+def infer_joins(
+    catalog: Catalog,
+    sample: Sample | None = None,
+    probe: Probe | None = None,
+    budget_s: float = 5.0,
+    sample_size: int = 50,
+) -> JoinInference:
+    """Candidates from names and types; with `sample` and `probe` (the secured path), each checked by value
+    inclusion, likeliest first, until `budget_s` runs out. Checked and found: confidence at least 0.95;
+    checked and mostly absent: dropped; unchecked: the confidence of the names."""
+    candidates = candidate_joins(catalog)
+    result = JoinInference()
+    if sample is None or probe is None:
+        result.joins = candidates
+        result.unchecked = len(candidates)
+        result.note = "inferred from names and types only: no data was reachable to confirm them"
+        return result
+    deadline = time.monotonic() + budget_s
+    for join in candidates:
+        if time.monotonic() > deadline:
+            result.joins.append(join)
+            result.unchecked += 1
+            continue
+        try:
+            values = [v for v in sample(join.table, join.columns[0], sample_size) if v is not None]
+            hits = probe(join.ref_table, join.ref_columns[0], values) if values else set()
+        except Exception:  # an unreadable column leaves the candidate on its names
+            result.joins.append(join)
+            result.unchecked += 1
+            continue
+        if not values:
+            result.joins.append(join)
+            result.unchecked += 1
+            continue
+        # Compared as text: a key kept as a number in one table and as a string in the other still joins.
+        share = len({str(v) for v in hits} & {str(v) for v in values}) / len({str(v) for v in values})
+        if share >= 0.8:
+            evidence = f"values: {len(hits)} of {len(values)} sampled found"
+            result.joins.append(replace(join, confidence=max(0.95, join.confidence), evidence=evidence))
+            result.confirmed += 1
+        elif share >= 0.3:
+            result.joins.append(replace(join, confidence=round(join.confidence * 0.7, 3), evidence="values, in part"))
+            result.confirmed += 1
+        else:
+            result.rejected += 1
+    result.note = (
+        f"{result.confirmed} confirmed by values, {result.rejected} rejected, {result.unchecked} on names alone"
+        + (" (time budget reached)" if time.monotonic() > deadline else "")
+    )
+    return result
+
+
+def with_joins(catalog: Catalog, joins: Sequence[InferredJoin], min_confidence: float = 0.5) -> Catalog:
+    """A copy of the catalog whose tables also carry the inferred joins (as foreign keys marked inferred)."""
+    extra: dict[str, list[ForeignKey]] = {}
+    for join in joins:
+        if join.confidence >= min_confidence and join.table in catalog.tables and join.ref_table in catalog.tables:
+            extra.setdefault(join.table, []).append(join.as_foreign_key())
+    if not extra:
+        return catalog
+    tables = {
+        name: replace(t, foreign_keys=[*t.foreign_keys, *extra[name]]) if name in extra else t
+        for name, t in catalog.tables.items()
+    }
+    return Catalog(tables=tables, dialect=catalog.dialect)
+
+
+def without_keys(catalog: Catalog) -> Catalog:
+    """The catalog with every declared primary and foreign key removed (the bench's `--drop-keys`)."""
+    tables = {
+        name: replace(t, primary_key=[], foreign_keys=[], columns=[replace(c, primary_key=False) for c in t.columns])
+        for name, t in catalog.tables.items()
+    }
+    return Catalog(tables=tables, dialect=catalog.dialect)

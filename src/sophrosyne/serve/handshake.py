@@ -1,0 +1,185 @@
+"""An MCP client's handshake over stdio answered at once, as this server answered it last time, while the SDK
+and the database layer load (one to three seconds on a busy machine, past many clients' patience)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import queue
+import sys
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+# The answers depend on the versions, the options the server runs with and the protocol version asked for,
+# never on anything else the client says. `initialize` opens a session up to protocol 2025-11-25;
+# `server/discover` is how clients of 2026-07-28 begin.
+_HANDSHAKES = ("initialize", "server/discover")
+_EARLY = (*_HANDSHAKES, "tools/list")
+_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+
+
+def snapshot_path(argv: list[str]) -> Path:
+    """Where the answers of a server started with `argv` are kept (the cache folder, without reading the
+    settings: they load slowly, and this runs before anything else)."""
+    from importlib.util import find_spec
+
+    from sophrosyne import __version__
+
+    # The newest source file of the package, and the SDK's install: an edited, upgraded or reinstalled
+    # server is another server (reading the SDK's version from its metadata would cost a tenth of a second).
+    package = Path(__file__).parent.parent
+    built = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
+    sdk = find_spec("mcp")
+    sdk_built = Path(sdk.origin).stat().st_mtime_ns if sdk and sdk.origin else 0
+    key = json.dumps([__version__, sdk_built, sys.version_info[:2], built, argv])
+    cache = Path(os.environ.get("SOPHROSYNE_CACHE_DIR") or Path.home() / ".cache" / "sophrosyne")
+    return cache / "handshake" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
+class EarlyStdio:
+    """The stdio wire, taken at start: a thread answers `initialize` and `tools/list` from the snapshot the
+    moment they arrive, and hands every message on to the SDK once it runs (`stdin`, `stdout` here). The
+    SDK answers them again; those answers are not sent twice, and refresh the snapshot when they differ."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._saved: dict[str, Any] = _load(path)
+        self._fresh: dict[str, Any] = json.loads(json.dumps(self._saved))
+        # id -> (key of the answer in the snapshot, whether it was answered here)
+        self._answered: dict[Any, tuple[str, bool]] = {}
+        self._handshake_early = False
+        self._version: object = None  # the protocol version of the handshake
+        self._lock = threading.Lock()
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        # The wire moves to private descriptors; fd 1 then points at stderr, so that stray output of any
+        # library lands in the log, never amid the protocol.
+        self._wire_in = os.fdopen(os.dup(0), "rb")
+        self._wire_out = os.fdopen(os.dup(1), "wb")
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(2, 1)
+        threading.Thread(target=self._read, name="sophrosyne-stdin", daemon=True).start()
+
+    def _read(self) -> None:
+        for raw in self._wire_in:
+            line = raw.decode("utf-8", errors="replace")
+            self._answer_early(line)
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _answer_early(self, line: str) -> None:
+        if not any(f'"{method}"' in line for method in _EARLY):
+            return  # a tool call: parsed once, by the SDK
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict) or message.get("method") not in _EARLY or "id" not in message:
+            return
+        method = str(message["method"])
+        params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
+        with self._lock:
+            version = params.get("protocolVersion") or meta.get(_VERSION_META) or self._version
+            key = f"{method} {version}"
+            result = self._saved.get(key)
+            if method == "tools/list" and not self._handshake_early:
+                result = None  # the tools only after a handshake answered here: replies keep their order
+            self._answered[message["id"]] = (key, result is not None)
+            if method in _HANDSHAKES:
+                self._version = version
+            if result is None:
+                return  # the SDK answers, and its answer is kept for the next start
+            self._handshake_early |= method in _HANDSHAKES
+            self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self._wire_out.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+        self._wire_out.flush()
+
+    # -- what the SDK's stdio transport reads and writes --------------------------------------------------
+
+    @property
+    def stdin(self) -> _Lines:
+        return _Lines(self._lines)
+
+    @property
+    def stdout(self) -> _Writer:
+        return _Writer(self)
+
+    def deliver(self, text: str) -> None:
+        """One message from the SDK: sent, unless it answers what was answered early."""
+        if not self._answered:  # nothing asked of the snapshot is waiting: a tool's answer goes straight out
+            with self._lock:
+                self._wire_out.write(text.encode())
+                self._wire_out.flush()
+            return
+        try:
+            message = json.loads(text)
+        except ValueError:
+            message = None
+        answered = None
+        if isinstance(message, dict) and "id" in message and "result" in message:
+            with self._lock:
+                answered = self._answered.pop(message["id"], None)
+        if answered is not None:
+            key, early = answered
+            self._keep(key, message["result"])
+            if early:
+                return
+        with self._lock:
+            self._wire_out.write(text.encode())
+            self._wire_out.flush()
+
+    def _keep(self, key: str, result: Any) -> None:
+        if self._fresh.get(key) == result:
+            return
+        self._fresh[key] = result
+        with contextlib.suppress(OSError):  # a read-only cache only costs the next start its speed
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.path.with_suffix(".partial")
+            partial.write_text(json.dumps(self._fresh))
+            partial.replace(self.path)
+
+
+class _Lines:
+    """The lines the client sent, for the SDK's stdin reader (an async iterator of str)."""
+
+    def __init__(self, lines: queue.Queue[str | None]) -> None:
+        self._lines = lines
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[str]:
+        import anyio.to_thread
+
+        while True:
+            line = await anyio.to_thread.run_sync(self._lines.get, abandon_on_cancel=True)
+            if line is None:
+                return
+            yield line
+
+
+class _Writer:
+    """The SDK's stdout: whole messages, one per write."""
+
+    def __init__(self, early: EarlyStdio) -> None:
+        self._early = early
+
+    async def write(self, text: str) -> None:
+        self._early.deliver(text)
+
+    async def flush(self) -> None:
+        return None
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

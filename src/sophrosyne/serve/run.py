@@ -1,0 +1,132 @@
+"""Running the MCP server: stdio or streamable HTTP, in one process or several workers, draining on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
+from starlette.applications import Starlette
+
+from sophrosyne.environment import Environment
+from sophrosyne.errors import ConfigError
+from sophrosyne.serve.connections import ACCEPT_BACKLOG, ConnectionLimits, GuardedH11Protocol, raise_descriptor_limit
+from sophrosyne.serve.handshake import EarlyStdio
+from sophrosyne.serve.health import SourceWatch
+from sophrosyne.serve.lifecycle import Calls, keep_streams_on_exit, warn_if_exposed
+from sophrosyne.serve.server import build_server
+from sophrosyne.settings import Settings
+from sophrosyne.sources import Sources, load_sources
+
+
+def serve(
+    target: Environment | Sources,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "warning",
+    early: EarlyStdio | None = None,
+    allow_python: bool = False,
+) -> None:
+    """Run the server over stdio (default) or streamable HTTP until the client leaves or SIGTERM comes;
+    calls in flight then finish (within `timeout_s`) before it exits. `early` is the stdio wire taken at
+    start-up, whose thread has answered the handshake meanwhile."""
+    import anyio
+
+    from sophrosyne.serve.lifecycle import serve_http, serve_stdio
+
+    sources = target if isinstance(target, Sources) else Sources.single(target)
+    require_token = http and any(env.policy is not None for env in sources.environments.values())
+    calls = Calls()
+    watch = SourceWatch(sources)
+    watch.start()  # a source that cannot be read is said on stderr now, and /health reports it
+    server = build_server(sources, require_token=require_token, calls=calls, allow_python=allow_python, watch=watch)
+    drain_s = sources.settings.timeout_s + 1
+    if http:
+        for env in sources.environments.values():
+            warn_if_exposed(host, env)
+        app = http_asgi(server, host)
+        GuardedH11Protocol.configure(ConnectionLimits.of(sources.settings))
+        anyio.run(serve_http, app, calls, host, port, drain_s, log_level)
+    else:
+        anyio.run(serve_stdio, server, calls, drain_s, early)
+
+
+class ServeSpec(BaseModel):
+    """What `sophrosyne serve` was asked, so that each HTTP worker process opens the same sources."""
+
+    db: str | None = None
+    sources: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    config: Path | None = None
+    descriptions: Path | None = None
+    policy: Path | None = None
+    role: str | None = None
+    directives: str | None = None
+    audit_log: Path | None = None
+    allow_python: bool = False
+    drain_s: float = 11.0
+
+    def open(self) -> Sources:
+        """The sources file's databases, or the one database given."""
+        settings = Settings.load(
+            self.config, policy_file=self.policy, directives=self.directives, audit_log=self.audit_log
+        )
+        if self.sources is not None:
+            if self.policy is not None or self.role is not None or self.descriptions is not None:
+                raise ConfigError(
+                    "with --sources, each source names its own policy, role and descriptions.",
+                    hint="Set policy, role and descriptions per source in the sources file.",
+                )
+            return Sources.open(load_sources(self.sources), settings, probe=False)
+        env = Environment.open(
+            self.db or "", settings=settings, descriptions=self.descriptions, role_name=self.role, probe=False
+        )
+        return Sources.single(env)
+
+
+SPEC_VARIABLE = "SOPHROSYNE_SERVE_SPEC"
+
+
+def serve_workers(spec: ServeSpec, workers: int) -> None:
+    """Streamable HTTP in several processes: uvicorn starts each from `http_app`, which reads the spec."""
+    import uvicorn
+
+    os.environ[SPEC_VARIABLE] = spec.model_dump_json()
+    raise_descriptor_limit()  # the workers inherit it
+    uvicorn.run(
+        "sophrosyne.serve.run:http_app",
+        factory=True,
+        host=spec.host,
+        port=spec.port,
+        workers=workers,
+        log_level="info",
+        timeout_graceful_shutdown=int(spec.drain_s) + 1,
+        http=GuardedH11Protocol,  # each worker sets its limits as it builds its app (http_app)
+        backlog=ACCEPT_BACKLOG,
+    )
+
+
+def http_app() -> Starlette:
+    """The ASGI app of one HTTP worker, built from the spec its parent process left in the environment."""
+    spec = ServeSpec.model_validate_json(os.environ[SPEC_VARIABLE])
+    sources = spec.open()
+    for env in sources.environments.values():
+        # Read the schema and build the directive index in the background: the worker answers at once.
+        env.warm()
+    watch = SourceWatch(sources)
+    watch.start()
+    require_token = any(env.policy is not None for env in sources.environments.values())
+    server = build_server(sources, require_token=require_token, allow_python=spec.allow_python, watch=watch)
+    GuardedH11Protocol.configure(ConnectionLimits.of(sources.settings))
+    return http_asgi(server, spec.host)
+
+
+def http_asgi(server: MCPServer, host: str) -> Starlette:
+    """Stateless streamable HTTP: each request stands alone, so any worker serves it. Answers are event
+    streams, so a client that gives up closes its stream and the call stops (see lifecycle.keep_streams)."""
+    keep_streams_on_exit()
+    return server.streamable_http_app(stateless_http=True, host=host)

@@ -1,0 +1,174 @@
+"""Roles: what each one may see of the database, as table rules (row filters, visible and hidden columns)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlglot import exp
+
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.policy.inheritance import inherited
+from sophrosyne.sql.policy.rewrite import SYSTEM_TABLE, Rewriter
+from sophrosyne.sql.policy.row_filter import normalize_value, parse_row_filter, scope_of
+
+E = TypeVar("E", bound=exp.Expr)
+
+
+@dataclass
+class TableRule:
+    """What a role may see of one table: a row filter (SQL predicate) and visible or hidden columns."""
+
+    row_filter: str | None = None
+    columns: list[str] | None = None  # visible columns; None means all
+    hidden: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Role:
+    """A role's view of the database. The default role sees everything.
+
+    A role with any rule is *restricted*: it reads only catalog tables (never system catalogs), views only
+    when a rule lists them, and tables without a rule only when `unlisted_allowed` (the default).
+    """
+
+    name: str = "default"
+    tables: dict[str, TableRule] = field(default_factory=dict)
+    denied: list[str] = field(default_factory=list)
+    unlisted_allowed: bool = True
+    description: str = ""
+
+    @property
+    def unrestricted(self) -> bool:
+        return not self.tables and not self.denied and self.unlisted_allowed
+
+    def can_see_table(self, table: str) -> bool:
+        """False for a denied table or, when unlisted tables are not allowed, for a table without a rule."""
+        if table.lower() in {d.lower() for d in self.denied}:
+            return False
+        if self.unrestricted:
+            return True
+        if SYSTEM_TABLE.match(table):
+            return False
+        return self.unlisted_allowed or self._rule(table) is not None
+
+    def can_read(self, table: Table) -> bool:
+        """Whether this role may read `table` at all (views need a rule of their own when restricted)."""
+        if self.unrestricted:
+            return True
+        if not self.can_see_table(table.name):
+            return False
+        if table.kind == "view" and self._rule(table.name) is None:
+            return False
+        if table.local_name is not None and self._rule(table.name) is None:
+            # A schema off the search path, found by discovery: a restricted role reads it only when its
+            # policy names the table (a policy written before the schema was discovered keeps its scope).
+            return False
+        return bool(self.visible_columns(table))
+
+    def visible_columns(self, table: Table) -> list[Column]:
+        rule = self._rule(table.name)
+        if rule is None:
+            return list(table.columns)
+        hidden = {h.lower() for h in rule.hidden}
+        allowed = None if rule.columns is None else {c.lower() for c in rule.columns}
+        return [
+            c for c in table.columns if c.name.lower() not in hidden and (allowed is None or c.name.lower() in allowed)
+        ]
+
+    def restrict(self, catalog: Catalog) -> Catalog:
+        """The catalog as this role sees it: denied tables, unlisted views and hidden columns are absent."""
+        if self.unrestricted:
+            return catalog
+        role = inherited(self, catalog)  # partitions and children follow their protected ancestors
+        tables: dict[str, Table] = {}
+        for name, table in catalog.tables.items():
+            if not role.can_read(table):
+                continue
+            columns = role.visible_columns(table)
+            visible = {c.name for c in columns}
+            tables[name] = Table(
+                name=table.name,
+                columns=columns,
+                primary_key=[c for c in table.primary_key if c in visible],
+                foreign_keys=[
+                    fk
+                    for fk in table.foreign_keys
+                    if role.can_see_table(fk.ref_table) and all(c in visible for c in fk.columns)
+                ],
+                description=table.description,
+                # The full table's row count would tell how many rows the filter hides.
+                row_estimate=None if role._has_filter(name) else table.row_estimate,
+                kind=table.kind,
+                schema=table.schema,
+                local_name=table.local_name,
+                rows_at_least=table.rows_at_least,
+            )
+        return Catalog(tables=tables, dialect=catalog.dialect)
+
+    def rewrite(self, expression: E, catalog: Catalog, dialect: str, *, copy: bool = True) -> E:
+        """Replace each base-table reference by the role's filtered CTE. Unrestricted roles pass through.
+
+        With `copy=False` the expression is rewritten in place (faster; the caller no longer needs it).
+
+        Raises UnknownTable (worded as for a table that does not exist) for denied, unlisted, system and
+        unknown tables, and RejectedSQL for functions a restricted role may not call.
+        """
+        if self.unrestricted:
+            return expression
+        return Rewriter(self, catalog, dialect).rewrite(expression.copy() if copy else expression)
+
+    def row_scope(self, table: str) -> dict[str, set[str]]:
+        """Column -> allowed values implied by the table's row filter (its `col = v` / `col IN (...)` terms)."""
+        rule = self._rule(table)
+        if rule is None or not rule.row_filter:
+            return {}
+        return scope_of(parse_row_filter(rule.row_filter, None, table))
+
+    def filter_rows(
+        self, table: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> list[tuple[Any, ...]]:
+        """The post-execution layer: drop rows whose filter column holds a value outside the role's scope.
+
+        Applies when the rows come from one table (`table`), and only to result columns named like a
+        column of an equality or IN term of that table's row filter. It cannot check other predicates,
+        renamed or computed columns, or aggregates; the rewrite is the layer that enforces those.
+        """
+        if table is None or self.unrestricted:
+            return [tuple(r) for r in rows]
+        scope = self.row_scope(table)
+        positions = [(i, scope[c.lower()]) for i, c in enumerate(columns) if c.lower() in scope]
+        return [tuple(r) for r in rows if all(normalize_value(r[i]) in allowed for i, allowed in positions)]
+
+    def scoped_table(self, expression: exp.Expr) -> str | None:
+        """The table whose scope `filter_rows` may check on a query's result, or None.
+
+        Only a plain SELECT over one table, without joins, subqueries, grouping or set operations, whose
+        output columns named like a scope column are that very column, qualifies.
+        """
+        if not isinstance(expression, exp.Select) or expression.args.get("joins"):
+            return None
+        if expression.args.get("group") or expression.args.get("with_"):
+            return None
+        tables = list(expression.find_all(exp.Table))
+        if len(tables) != 1 or len(list(expression.find_all(exp.Select))) != 1:
+            return None
+        name = tables[0].name
+        scope = self.row_scope(name)
+        for projection in expression.expressions:
+            if projection.alias_or_name.lower() in scope:
+                inner = projection.unalias()
+                if not isinstance(inner, exp.Column) or inner.name.lower() != projection.alias_or_name.lower():
+                    return None
+                if inner.find(exp.AggFunc) or isinstance(projection, exp.Window):
+                    return None
+        return name
+
+    def _has_filter(self, table: str) -> bool:
+        rule = self._rule(table)
+        return rule is not None and bool(rule.row_filter)
+
+    def _rule(self, table: str) -> TableRule | None:
+        lowered = table.lower()
+        return next((r for n, r in self.tables.items() if n.lower() == lowered), None)

@@ -1,0 +1,177 @@
+"""Listing a schema of any size: same-shape tables once, a name pattern, and pages that fit the budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sophrosyne.base import patterns
+from sophrosyne.errors import InvalidArgument
+from sophrosyne.schema.catalog import Catalog, ForeignKey, Table, TableGroup, group_tables
+from sophrosyne.tools.arguments import MAX_TERM_CHARS
+from sophrosyne.tools.budget import cut_lists, fits
+from sophrosyne.tools.results import CHARS_PER_TOKEN, SchemaInfo, TableGroupInfo, TableList, TableSummary, one_line
+
+
+@dataclass
+class Entry:
+    """One line of a listing: a table, or a group of same-shape tables shown once."""
+
+    table: Table | None = None
+    group: TableGroup | None = None
+
+
+def matcher(pattern: str | None) -> Callable[[str], bool]:
+    """A glob (`sales_*`, `*order*`), or else a substring, matched without regard to case, in time linear in
+    the name (the glob runs on RE2, see patterns.py); a pattern longer than any name is refused first."""
+    if not pattern:
+        return lambda name: True
+    if len(pattern) > MAX_TERM_CHARS:
+        raise InvalidArgument(
+            f"`pattern` is {len(pattern):,} characters long; at most {MAX_TERM_CHARS:,} are read.",
+            hint="Give a glob (`sales_*`) or a part of a table name.",
+        )
+    wanted = pattern.lower()
+    if not any(ch in wanted for ch in "*?["):
+        return lambda name: wanted in name.lower()
+    try:
+        compiled = patterns.glob(wanted)
+    except patterns.PatternError as exc:
+        raise InvalidArgument(
+            f"the pattern is not a glob that can be matched: {exc}.",
+            hint="Use * for any text, ? for one character and [abc] or [a-z] for one of a set.",
+        ) from None
+    return lambda name: compiled.search(name.lower()) is not None
+
+
+def entries(catalog: Catalog, pattern: str | None) -> list[Entry]:
+    """The listing's lines in catalog order (search path first), each group where its first table is."""
+    match = matcher(pattern)
+    tables = [t for t in catalog.tables.values() if match(t.name)]
+    groups = catalog.groups() if not pattern else group_tables(tables)
+    first_of = {g.tables[0]: g for g in groups}
+    grouped = {name for g in groups for name in g.tables}
+    listed: list[Entry] = []
+    for t in tables:
+        if t.name in first_of:
+            listed.append(Entry(group=first_of[t.name]))
+        elif t.name not in grouped:
+            listed.append(Entry(table=t))
+    return listed
+
+
+def schema_lines(catalog: Catalog) -> list[SchemaInfo]:
+    """One line per schema when the catalog spans several (the search path's tables go by plain name)."""
+    counts: dict[str, int] = {}
+    for t in catalog.tables.values():
+        name = t.schema if t.local_name and t.schema else "(search path)"
+        counts[name] = counts.get(name, 0) + 1
+    if len(counts) < 2:
+        return []
+    return [SchemaInfo(name=name, tables=n) for name, n in counts.items()]
+
+
+def summary(t: Table, inferred: list[ForeignKey] | None = None) -> TableSummary:
+    """One line of the listing; joins the schema does not declare but that were inferred come marked."""
+    return TableSummary(
+        name=t.name,
+        kind=t.kind,
+        description=one_line(t.description),
+        row_estimate=t.row_estimate,
+        rows_at_least=t.rows_at_least,
+        join_keys=[join_key(fk) for fk in [*t.foreign_keys, *(inferred or [])]],
+    )
+
+
+def join_key(fk: ForeignKey) -> str:
+    marked = f" (inferred, {fk.confidence:.2f})" if fk.inferred else ""
+    return f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}{marked}"
+
+
+def group_info(catalog: Catalog, g: TableGroup) -> TableGroupInfo:
+    return TableGroupInfo(
+        pattern=g.pattern,
+        count=len(g.tables),
+        first=g.tables[0],
+        last=g.tables[-1],
+        columns=len(catalog.tables[g.tables[0]].columns),
+    )
+
+
+def page(
+    catalog: Catalog,
+    listing: Callable[[list[TableSummary], list[TableGroupInfo]], TableList],
+    *,
+    pattern: str | None,
+    offset: int,
+    budget: int,
+    inferred: dict[str, list[ForeignKey]] | None = None,
+) -> TableList:
+    """The entries from `offset` on that fit `budget` with the rest of the response (`listing` builds it);
+    the note says how to see the next ones."""
+    if offset < 0:
+        raise InvalidArgument(f"`offset` must be 0 or more, not {offset}.", hint="Leave it out to start at the top.")
+    listed = entries(catalog, pattern)
+    total = len(listed)
+    rest = listed[offset:]
+    # Each line costs at least this much: more can never fit, and measuring them would only cost time.
+    most = min(len(rest), max(1, budget * CHARS_PER_TOKEN // 24))
+    schemas = schema_lines(catalog)
+
+    def build(count: int) -> TableList:
+        chosen = rest[:count]
+        result = listing(
+            [summary(e.table, (inferred or {}).get(e.table.name)) for e in chosen if e.table is not None],
+            [group_info(catalog, e.group) for e in chosen if e.group is not None],
+        )
+        result.total, result.offset = total, offset
+        result.schemas = schemas
+        result.cut = _next_page(offset, count, total, pattern)
+        return result
+
+    low, high = 0, most
+    if not fits(build(high), budget):
+        while low < high:  # the most entries that fit, with the note they need
+            mid = (low + high + 1) // 2
+            if fits(build(mid), budget):
+                low = mid
+            else:
+                high = mid - 1
+        high = low
+    result = build(high)
+    if offset >= total and total:
+        result.note = f"offset {offset} is past the last of the {total} entries; start again at offset 0."
+    elif not total and pattern:
+        result.note = f"no table matches the pattern {pattern!r}; a glob (`sales_*`) or a part of a name."
+    return result
+
+
+def _next_page(offset: int, shown: int, total: int, pattern: str | None) -> str | None:
+    if offset + shown >= total:
+        return None
+    filtered = f", pattern={pattern!r}" if pattern else ""
+    return (
+        f"cut: showing entries {offset + 1}-{offset + shown} of {total} (token budget). Next: "
+        f"list_tables(offset={offset + shown}{filtered}); or narrow with list_tables(pattern='sales_*') "
+        "or search_schema('what the column holds')."
+    )
+
+
+def cut_directives(result: TableList, budget: int) -> None:
+    """The leading directives that fit `budget` (they come most certain first), with a count of the rest."""
+    total = len(result.directives)
+
+    def note(kept: dict[str, int]) -> None:
+        left = total - kept["directives"]
+        more = (
+            f"{left:,} more tables are likely irrelevant but not named here (token budget); describe_table and "
+            "execute_sql remind you when you touch one."
+            if left
+            else None
+        )
+        result.cut = more
+
+    cut_lists(result, ["directives"], budget, note)
+    if result.cut:
+        result.directive_note = " ".join(x for x in (result.directive_note, result.cut) if x)
+        result.cut = None
