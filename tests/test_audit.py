@@ -14,7 +14,7 @@ from rich.console import Console
 from sophrosyne.audit import AuditLog, AuditRecord, render_summary, summarize, tables_read
 from sophrosyne.errors import UnknownTable
 from sophrosyne.schema.catalog import Catalog, Column, Table
-from sophrosyne.sql.policy import Role, TableRule
+from sophrosyne.sql.policy import Role, TableRule, rewrite_for
 
 
 def test_call_writes_one_record_with_timing(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_tables_read_ignores_ctes_and_sees_through_the_rewrite() -> None:
     )
     role = Role("m", tables={"emp": TableRule(row_filter="dept IN (SELECT code FROM dept)")})
     written = "WITH x AS (SELECT * FROM emp) SELECT * FROM x JOIN main.emp AS e ON e.id = x.id"
-    executed = role.rewrite(sqlglot.parse_one(written), catalog, "sqlite").sql(dialect="sqlite")
+    executed = rewrite_for(role, sqlglot.parse_one(written), catalog, "sqlite").sql(dialect="sqlite")
     assert tables_read(written, "sqlite") == ["emp"]
     assert tables_read(executed, "sqlite") == ["dept", "emp"]
     assert tables_read("SELECT (", "sqlite") == []

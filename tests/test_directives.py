@@ -22,7 +22,7 @@ from sophrosyne.directives import (
 )
 from sophrosyne.index import SchemaIndex
 from sophrosyne.schema.catalog import Catalog, Column, Table
-from sophrosyne.sql.policy import Role
+from sophrosyne.sql.policy import Role, restrict
 
 FIXTURES = Path(__file__).parent / "fixtures" / "directives"
 
@@ -111,7 +111,7 @@ def test_oracle_is_exact(catalog: Catalog) -> None:
 
 def test_hidden_tables_never_appear(catalog: Catalog, index: SchemaIndex) -> None:
     role = Role(name="clerk", denied=["employees", "suppliers"])
-    visible = role.restrict(catalog)
+    visible = restrict(role, catalog)
     directives = compute_directives("Who was hired in 2020?", "hire_date LIKE '2020%'", visible, index)
     named = set(directives.flagged) | set(directives.relevant)
     assert named <= set(visible.tables)

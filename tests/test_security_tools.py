@@ -15,6 +15,7 @@ import pytest
 
 from fixtures.engines import MARIADB, PG_DSN, unique_name
 from sophrosyne.environment import Environment
+from sophrosyne.sql.policy import restrict
 from sophrosyne.tools.results import render
 from test_security_adversarial import ROLE
 
@@ -25,7 +26,7 @@ SEARCHES = ["op", "ada", "lov", "x"]
 def reduced_rows(env: Environment) -> dict[str, tuple[list[str], list[tuple[Any, ...]]]]:
     """Each visible table's visible columns and in-scope rows, read from the full database."""
     data = {}
-    for name, table in ROLE.restrict(env.full_catalog).tables.items():
+    for name, table in restrict(ROLE, env.full_catalog).tables.items():
         rule = ROLE._rule(name)
         quote = "`" if env.dialect == "mysql" else '"'
         columns = ", ".join(f"{quote}{c.name}{quote}" for c in table.columns)

@@ -26,7 +26,7 @@ from sophrosyne.settings import Settings
 from sophrosyne.sql import guard
 from sophrosyne.sql.hints import plan_hints, query_hints
 from sophrosyne.sql.lookup import column_named, explain_error, table_named
-from sophrosyne.sql.policy import Policy, Role, load_policy, reads_fences, shown_columns
+from sophrosyne.sql.policy import Policy, Role, load_policy, reads_fences, restrict, rewrite_for, shown_columns
 from sophrosyne.sql.policy.binding import Binding
 from sophrosyne.sql.shape import ShapeLimits
 from sophrosyne.tools import describing, finding, listing
@@ -180,7 +180,7 @@ class Environment:
         """The catalog as this role sees it."""
         policed = self._policed_catalog
         if self._catalog is None:
-            self._catalog = self.role.restrict(policed)
+            self._catalog = restrict(self.role, policed)
         return self._catalog
 
     @property
@@ -476,7 +476,9 @@ class Environment:
         expression = guard.check_sql(sql, self.dialect, ShapeLimits.from_settings(self.settings))
         # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
         rewritten = (
-            expression if self.role.unrestricted else self.role.rewrite(expression, self._policed_catalog, self.dialect)
+            expression
+            if self.role.unrestricted
+            else rewrite_for(self.role, expression, self._policed_catalog, self.dialect)
         )
         fenced = reads_fences(rewritten)
         # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.

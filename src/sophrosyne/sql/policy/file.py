@@ -13,6 +13,7 @@ from typing import Any
 from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.errors import ConfigError
 from sophrosyne.schema.catalog import Catalog
+from sophrosyne.sql.policy.names import check_names, closest
 from sophrosyne.sql.policy.roles import Role, TableRule
 from sophrosyne.sql.policy.row_filter import parse_row_filter
 
@@ -58,9 +59,7 @@ class Policy:
     def check(self, catalog: Catalog) -> None:
         """ConfigError, with the file and the line, when the policy names a table, column or role that the
         database does not have: a misspelt name must not leave the table it meant unguarded."""
-        from sophrosyne.sql.policy.names import check_names
-
-        check_names(self, catalog)
+        check_names(self.roles.values(), self.where, catalog)
 
 
 def hash_token(token: str) -> str:
@@ -117,8 +116,6 @@ def parse_policy(data: dict[str, Any], lines: TomlLines | None = None) -> Policy
 
 
 def _roles_hint(name: str, roles: dict[str, Role]) -> str:
-    from sophrosyne.sql.policy.names import closest
-
     near = closest(name, sorted(roles))
     return (f"Did you mean `{near}`? " if near else "") + f"The roles are {', '.join(sorted(roles))}."
 

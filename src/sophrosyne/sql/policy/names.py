@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 from sqlglot import exp
 
 from sophrosyne.errors import ConfigError
 from sophrosyne.schema.catalog import Catalog, Table
+from sophrosyne.sql.policy.roles import Role
 from sophrosyne.sql.policy.row_filter import parse_row_filter
 
-if TYPE_CHECKING:
-    from sophrosyne.sql.policy.file import Policy
+# Where a key of the policy file is written: `where('roles', 'hr', 'deny', value='salaries')` -> `file:12`.
+Where = Callable[..., str]
+
 
 _MUST_EXIST = "Every name a policy gives must exist in the database (docs/policy.md, The policy file)."
 
@@ -29,15 +31,15 @@ def suggestion(name: str, choices: list[str], what: str) -> str:
     return f"Did you mean `{near}`? {_MUST_EXIST}" if near else f"{_MUST_EXIST} Check the {what}'s spelling."
 
 
-def check_names(policy: Policy, catalog: Catalog) -> None:
-    """ConfigError naming the file and the line of the first name the catalog does not have: a denied table,
+def check_names(roles: Iterable[Role], where: Where, catalog: Catalog) -> None:
+    """ConfigError naming the file and the line (`where`) of the first name the catalog does not have: a denied table,
     a table rule, a visible or hidden column, a table or column a row filter reads."""
     tables = catalog.table_names
-    for role in policy.roles.values():
+    for role in roles:
         for denied in role.denied:
             if catalog.table(denied) is None:
                 raise ConfigError(
-                    f"{policy.where('roles', role.name, 'deny', value=denied)}: role `{role.name}` denies table "
+                    f"{where('roles', role.name, 'deny', value=denied)}: role `{role.name}` denies table "
                     f"`{denied}`: no such table in the database, so the table it meant would stay readable.",
                     hint=suggestion(denied, tables, "table"),
                 )
@@ -46,30 +48,29 @@ def check_names(policy: Policy, catalog: Catalog) -> None:
             table = catalog.table(name)
             if table is None:
                 raise ConfigError(
-                    f"{policy.where(*keys)}: role `{role.name}` has a rule for table `{name}`: no such table in "
-                    "the database.",
+                    f"{where(*keys)}: role `{role.name}` has a rule for table `{name}`: no such table in the database.",
                     hint=suggestion(name, tables, "table"),
                 )
             for key, columns in (("columns", rule.columns or []), ("hidden", rule.hidden)):
                 for column in columns:
                     if table.column(column) is None:
                         raise ConfigError(
-                            f"{policy.where(*keys, key, value=column)}: role `{role.name}`, table `{name}`: no "
+                            f"{where(*keys, key, value=column)}: role `{role.name}`, table `{name}`: no "
                             f"column `{column}` (in `{key}`).",
                             hint=suggestion(column, table.column_names, "column"),
                         )
             if rule.row_filter:
-                _check_filter(policy, catalog, table, rule.row_filter, (*keys, "row_filter"), role.name)
+                _check_filter(where, catalog, table, rule.row_filter, (*keys, "row_filter"), role.name)
 
 
-def _check_filter(policy: Policy, catalog: Catalog, table: Table, text: str, keys: tuple[str, ...], role: str) -> None:
-    where = f"role `{role}`, table `{table.name}`"
-    predicate = parse_row_filter(text, catalog.dialect, where)
-    at = policy.where(*keys)
+def _check_filter(where: Where, catalog: Catalog, table: Table, text: str, keys: tuple[str, ...], role: str) -> None:
+    whose = f"role `{role}`, table `{table.name}`"
+    predicate = parse_row_filter(text, catalog.dialect, whose)
+    at = where(*keys)
     for inner in predicate.find_all(exp.Table):
         if catalog.table(inner.name) is None:
             raise ConfigError(
-                f"{at}: {where}: the row filter reads unknown table `{inner.name}`.",
+                f"{at}: {whose}: the row filter reads unknown table `{inner.name}`.",
                 hint=suggestion(inner.name, catalog.table_names, "table"),
             )
     for column in predicate.find_all(exp.Column):
@@ -77,7 +78,7 @@ def _check_filter(policy: Policy, catalog: Catalog, table: Table, text: str, key
         if not any(t.column(column.name) is not None for t in holders):
             known = sorted({c for t in holders for c in t.column_names})
             raise ConfigError(
-                f"{at}: {where}: the row filter uses unknown column `{column.sql()}`.",
+                f"{at}: {whose}: the row filter uses unknown column `{column.sql()}`.",
                 hint=suggestion(column.name, known, "column"),
             )
 

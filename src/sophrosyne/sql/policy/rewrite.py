@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -15,18 +15,16 @@ from sophrosyne.schema.catalog import Catalog, Table
 from sophrosyne.sql import functions as sql_functions
 from sophrosyne.sql.policy.fence import needs_fence
 from sophrosyne.sql.policy.headers import RENAMED, note_renamed
-from sophrosyne.sql.policy.inheritance import inherited
+from sophrosyne.sql.policy.mending import complete_group_by, join_in_written_order, unqualify_columns, written_headers
+from sophrosyne.sql.policy.roles import SYSTEM_TABLE, Role
 from sophrosyne.sql.policy.row_filter import function_refusal, parse_row_filter
+from sophrosyne.sql.policy.view import inherited
 from sophrosyne.tools.results import shorten
-
-if TYPE_CHECKING:
-    from sophrosyne.sql.policy.roles import Role
 
 E = TypeVar("E", bound=exp.Expr)
 
 # Schema names that reveal the database's structure; a restricted role never reads them.
 SYSTEM_SCHEMAS = {"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys", "system"}
-SYSTEM_TABLE = re.compile(r"^(sqlite_|pg_|duckdb_|pragma_)", re.IGNORECASE)
 # Why a reference to a later CTE of a WITH RECURSIVE is refused where the engines of one record differ.
 _LATER_SIBLING = "engines differ on whether a CTE of a WITH RECURSIVE reads the CTEs defined after it"
 # The key of a rewritten tree's meta that says whether it reads fenced CTEs (see `reads_fences`).
@@ -60,7 +58,7 @@ class Rewriter:
         self.taken = {n.lower() for n in _all_names(tree)}
         self._check_functions(tree)
         self.fenced = not self.engine.compares_without_failing or needs_fence(tree)
-        headers = self._headers(tree) if self.engine.names_columns_by_text else []
+        headers = written_headers(tree, self.dialect) if self.engine.names_columns_by_text else []
         for node in tree.walk():
             node.comments = None  # the engine sees only what the rewrite saw
         # `(WITH w AS (...) SELECT ...)`: merge into the parenthesized query's WITH (two would be refused).
@@ -74,7 +72,7 @@ class Rewriter:
         self._walk(tree, {}, {})
         if not self.secured:
             return tree
-        self._unqualify_columns(tree)
+        unqualify_columns(tree, self.secured, self.engine.default_schema)
         ctes = [self._secure_cte(cte_name, table) for cte_name, table in self.secured.values()]
         # Our CTE bodies must read the base tables wherever the engine resolves their names: a user CTE that
         # could capture one (a recursive WITH, our CTEs repeated in a nested WITH, MariaDB re-resolving a CTE
@@ -85,9 +83,9 @@ class Rewriter:
                 projection.replace(exp.alias_(projection.copy(), header, quoted=True))
         for select in list(tree.find_all(exp.Select)):
             if self.engine.groups_by_key_on_base_tables_only:
-                self._complete_group_by(select)
+                complete_group_by(select, self.secured)
             if self.fenced and self.engine.joins_fences_in_written_order:
-                self._join_in_written_order(select)
+                join_in_written_order(select, {n for n, t in self.secured.values() if self._filtered(t)})
         self._repeat_in_isolated_withs()
         if with_ is None:
             host.set("with_", exp.With(expressions=ctes))
@@ -97,82 +95,6 @@ class Rewriter:
         tree.meta[FENCED] = self.fenced and any(self._filtered(table) for _, table in self.secured.values())
         tree.meta[RENAMED] = self.renamed
         return tree
-
-    def _unqualify_columns(self, tree: exp.Expr) -> None:
-        """`main.employees.name` -> `employees.name`: the secured reference keeps only the table name."""
-        for column in tree.find_all(exp.Column):
-            db = column.args.get("db")
-            if db is None or column.table.lower() not in self.secured:
-                continue
-            table = self.secured[column.table.lower()][1]
-            if db.name.lower() in {(table.schema or "").lower(), self.engine.default_schema}:
-                column.set("db", None)
-                column.set("catalog", None)
-
-    def _headers(self, tree: exp.Expr) -> list[tuple[exp.Expr, str]]:
-        """The unaliased computed output columns of the statement, each with its text as written: engines that
-        name such a column by its text would otherwise show the rewritten one (`_sec_t`) in the header."""
-        select = tree
-        while isinstance(select, exp.SetOperation | exp.Subquery):
-            select = select.this  # a set operation takes its column names from its first query
-        if not isinstance(select, exp.Select):
-            return []
-        return [
-            (p, p.sql(dialect=self.dialect))
-            for p in select.expressions
-            if not isinstance(p, exp.Alias | exp.Column | exp.Star) and p.find(exp.Table) is not None
-        ]
-
-    def _complete_group_by(self, select: exp.Select) -> None:
-        """`SELECT t.name ... GROUP BY t.id` is valid where `t.id` is the primary key of base table `t`: every
-        column of `t` depends on it. Once `t` is a CTE the engine no longer sees that, so the columns of `t`
-        the query shows ungrouped are added to the GROUP BY; grouped by the key, they change no group."""
-        group = select.args.get("group")
-        if not isinstance(group, exp.Group) or not group.expressions:
-            return
-        sources = {}
-        for ref in [select.args.get("from_"), *(select.args.get("joins") or [])]:
-            table = ref.this if ref is not None else None
-            if isinstance(table, exp.Table):
-                secured = next((t for n, t in self.secured.values() if n == table.name), None)
-                if secured is not None and secured.primary_key:
-                    sources[table.alias_or_name.lower()] = secured
-        if not sources:
-            return
-        lone = next(iter(sources)) if len(sources) == 1 and len(select.args.get("joins") or []) == 0 else None
-        grouped = {(c.table.lower() or lone, c.name.lower()) for c in group.expressions if isinstance(c, exp.Column)}
-        keyed = {a for a, t in sources.items() if all((a, k.lower()) in grouped for k in t.primary_key)}
-        shown = [*select.expressions, select.args.get("having"), select.args.get("order")]
-        added = []
-        for part in shown:
-            for column in part.find_all(exp.Column) if part is not None else []:
-                owner = column.table.lower() or lone
-                if owner in keyed and (owner, column.name.lower()) not in grouped and _ungrouped(column, select):
-                    grouped.add((owner, column.name.lower()))
-                    added.append(column.copy())
-        if added:
-            group.set("expressions", [*group.expressions, *added])
-
-    def _join_in_written_order(self, select: exp.Select) -> None:
-        """Inner joins of fenced CTEs only, each ON an equality: joined in the order written (STRAIGHT_JOIN).
-
-        The fenced CTEs have no keys and no statistics, and MariaDB then picks orders such as a cross product
-        of two of them before the table that links them (BIRD toxicology: 30 s against 0.13 s direct); the
-        order a query is written in follows its join conditions."""
-        joins = select.args.get("joins") or []
-        source = select.args.get("from_")
-        if not joins or source is None:
-            return
-        fenced = {name for name, table in self.secured.values() if self._filtered(table)}
-        tables = [source.this, *(j.this for j in joins)]
-        if not all(isinstance(t, exp.Table) and t.name in fenced for t in tables):
-            return
-        for join in joins:
-            inner = str(join.args.get("kind") or "INNER").upper() == "INNER" and not join.args.get("side")
-            if not inner or not isinstance(join.args.get("on"), exp.EQ | exp.And):
-                return
-        for join in joins:
-            join.set("kind", "STRAIGHT_JOIN")
 
     def _filtered(self, table: Table) -> bool:
         rule = self.role._rule(table.name)
@@ -430,6 +352,19 @@ class Rewriter:
         return base
 
 
+def rewrite_for(role: Role, expression: E, catalog: Catalog, dialect: str, *, copy: bool = True) -> E:
+    """Replace each base-table reference by the role's filtered CTE. Unrestricted roles pass through.
+
+    With `copy=False` the expression is rewritten in place (faster; the caller no longer needs it).
+
+    Raises UnknownTable (worded as for a table that does not exist) for denied, unlisted, system and
+    unknown tables, and RejectedSQL for functions a restricted role may not call.
+    """
+    if role.unrestricted:
+        return expression
+    return Rewriter(role, catalog, dialect).rewrite(expression.copy() if copy else expression)
+
+
 def reads_fences(tree: exp.Expr) -> bool:
     """Whether a rewritten statement reads fenced CTEs (engines then steer their planners, see Engine.session)."""
     return bool(tree.meta.get(FENCED))
@@ -444,16 +379,6 @@ def _all_names(tree: exp.Expr) -> Iterable[str]:
         yield cte.alias
     for table in tree.find_all(exp.Table):
         yield table.name
-
-
-def _ungrouped(column: exp.Column, select: exp.Select) -> bool:
-    """A column `select` itself outputs as is: not inside an aggregate, a window or a nested query."""
-    node = column.parent
-    while node is not None and node is not select:
-        if isinstance(node, exp.AggFunc | exp.Window | exp.Select | exp.Subquery):
-            return False
-        node = node.parent
-    return node is select
 
 
 def _unknown_table(node: exp.Table) -> UnknownTable:

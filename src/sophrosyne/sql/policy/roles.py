@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlglot import exp
 
-from sophrosyne.schema.catalog import Catalog, Column, Table
-from sophrosyne.sql.policy.inheritance import inherited
-from sophrosyne.sql.policy.rewrite import SYSTEM_TABLE, Rewriter
+from sophrosyne.schema.catalog import Column, Table
 from sophrosyne.sql.policy.row_filter import normalize_value, parse_row_filter, scope_of
 
-E = TypeVar("E", bound=exp.Expr)
+# Tables of the engines' own catalogs, which a restricted role never reads.
+SYSTEM_TABLE = re.compile(r"^(sqlite_|pg_|duckdb_|pragma_)", re.IGNORECASE)
 
 
 @dataclass
@@ -76,48 +76,6 @@ class Role:
         return [
             c for c in table.columns if c.name.lower() not in hidden and (allowed is None or c.name.lower() in allowed)
         ]
-
-    def restrict(self, catalog: Catalog) -> Catalog:
-        """The catalog as this role sees it: denied tables, unlisted views and hidden columns are absent."""
-        if self.unrestricted:
-            return catalog
-        role = inherited(self, catalog)  # partitions and children follow their protected ancestors
-        tables: dict[str, Table] = {}
-        for name, table in catalog.tables.items():
-            if not role.can_read(table):
-                continue
-            columns = role.visible_columns(table)
-            visible = {c.name for c in columns}
-            tables[name] = Table(
-                name=table.name,
-                columns=columns,
-                primary_key=[c for c in table.primary_key if c in visible],
-                foreign_keys=[
-                    fk
-                    for fk in table.foreign_keys
-                    if role.can_see_table(fk.ref_table) and all(c in visible for c in fk.columns)
-                ],
-                description=table.description,
-                # The full table's row count would tell how many rows the filter hides.
-                row_estimate=None if role._has_filter(name) else table.row_estimate,
-                kind=table.kind,
-                schema=table.schema,
-                local_name=table.local_name,
-                rows_at_least=table.rows_at_least,
-            )
-        return Catalog(tables=tables, dialect=catalog.dialect)
-
-    def rewrite(self, expression: E, catalog: Catalog, dialect: str, *, copy: bool = True) -> E:
-        """Replace each base-table reference by the role's filtered CTE. Unrestricted roles pass through.
-
-        With `copy=False` the expression is rewritten in place (faster; the caller no longer needs it).
-
-        Raises UnknownTable (worded as for a table that does not exist) for denied, unlisted, system and
-        unknown tables, and RejectedSQL for functions a restricted role may not call.
-        """
-        if self.unrestricted:
-            return expression
-        return Rewriter(self, catalog, dialect).rewrite(expression.copy() if copy else expression)
 
     def row_scope(self, table: str) -> dict[str, set[str]]:
         """Column -> allowed values implied by the table's row filter (its `col = v` / `col IN (...)` terms)."""

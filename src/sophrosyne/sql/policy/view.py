@@ -1,4 +1,6 @@
-"""Rules that reach related tables: a partition or an inheritance child follows its protected ancestor.
+"""A role's view of the catalog: what it may read, with the rules that reach related tables.
+
+A partition or an inheritance child follows its protected ancestor.
 
 PostgreSQL returns a child's rows when its parent is read, and a child can be read by its own name: with
 `unlisted = "allow"`, a partition of a filtered table would show the rows and columns its parent's rule
@@ -19,11 +21,9 @@ readable unless the policy lists it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from sophrosyne.schema.catalog import Catalog, Table
-    from sophrosyne.sql.policy.roles import Role, TableRule
+from sophrosyne.schema.catalog import Catalog, Table
+from sophrosyne.sql.policy.roles import Role, TableRule
 
 # (id of the role, id of the catalog) -> (role, catalog, the role with inherited rules), most recent last.
 _CACHE: dict[tuple[int, int], tuple[Role, Catalog, Role]] = {}
@@ -94,3 +94,34 @@ def _ancestors(table: Table, catalog: Catalog) -> list[str]:
         if parent is not None:
             frontier.extend(parent.parents)
     return found
+
+
+def restrict(role: Role, catalog: Catalog) -> Catalog:
+    """The catalog as `role` sees it: denied tables, unlisted views and hidden columns are absent."""
+    if role.unrestricted:
+        return catalog
+    role = inherited(role, catalog)  # partitions and children follow their protected ancestors
+    tables: dict[str, Table] = {}
+    for name, table in catalog.tables.items():
+        if not role.can_read(table):
+            continue
+        columns = role.visible_columns(table)
+        visible = {c.name for c in columns}
+        tables[name] = Table(
+            name=table.name,
+            columns=columns,
+            primary_key=[c for c in table.primary_key if c in visible],
+            foreign_keys=[
+                fk
+                for fk in table.foreign_keys
+                if role.can_see_table(fk.ref_table) and all(c in visible for c in fk.columns)
+            ],
+            description=table.description,
+            # The full table's row count would tell how many rows the filter hides.
+            row_estimate=None if role._has_filter(name) else table.row_estimate,
+            kind=table.kind,
+            schema=table.schema,
+            local_name=table.local_name,
+            rows_at_least=table.rows_at_least,
+        )
+    return Catalog(tables=tables, dialect=catalog.dialect)

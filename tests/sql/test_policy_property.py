@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from fixtures.engines import MARIADB, unreachable
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.schema.catalog import Catalog, Column, Table
-from sophrosyne.sql.policy import Role, TableRule
+from sophrosyne.sql.policy import Role, TableRule, restrict, rewrite_for
 
 # Hypothesis draws a seed per query: a query is made with about 200 random choices, and drawing each one
 # through hypothesis cost 5x the time of the rest of the generator. A failure prints its SQL (not shrunk).
@@ -108,7 +108,7 @@ def catalog() -> Catalog:
 
 
 def visible_schema() -> dict[str, list[tuple[str, str]]]:
-    seen = ROLE.restrict(catalog())
+    seen = restrict(ROLE, catalog())
     return {name: [c for c in SCHEMA[name] if c[0] in t.column_names] for name, t in seen.tables.items()}
 
 
@@ -670,7 +670,7 @@ def check_property(pair: Pair, engine: str) -> Tally:
         tally.kinds.update(k for k in ("(WITH", "RECURSIVE") if k in sql)
         tally.kinds["shadowing"] += gen.shadowing
         try:
-            executed = ROLE.rewrite(expression, full_catalog, pair.dialect, copy=False).sql(dialect=pair.dialect)
+            executed = rewrite_for(ROLE, expression, full_catalog, pair.dialect, copy=False).sql(dialect=pair.dialect)
         except SophrosyneError as error:
             # Refused: fine for a query that shadows a table name (its meaning may differ between engines)
             # or that the engine refuses too; never for one that runs and reads what it names.
@@ -773,7 +773,7 @@ def test_filter_rows_keeps_every_row_the_rewrite_returns(sqlite_pair: Pair) -> N
     for table in VISIBLE:
         expression = sqlglot.parse_one(f"SELECT * FROM {table}", read="sqlite")
         assert ROLE.scoped_table(expression) == table
-        rows = sqlite_pair.run_full(ROLE.rewrite(expression, catalog(), "sqlite").sql(dialect="sqlite"))
+        rows = sqlite_pair.run_full(rewrite_for(ROLE, expression, catalog(), "sqlite").sql(dialect="sqlite"))
         assert rows and ROLE.filter_rows(table, [c for c, _ in VISIBLE[table]], rows) == rows
     unfiltered = sqlite_pair.run_full("SELECT code, name, region FROM dept")
     kept = ROLE.filter_rows("dept", ["code", "name", "region"], unfiltered)
