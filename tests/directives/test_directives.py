@@ -24,7 +24,7 @@ from sophrosyne.index import SchemaIndex
 from sophrosyne.schema.catalog import Catalog, Column, Table
 from sophrosyne.sql.policy import Role, restrict
 
-FIXTURES = Path(__file__).parent / "fixtures" / "directives"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "directives"
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from fixtures.datasets import shared_datasets
 from sophrosyne.directives import FEATURES, DirectiveModel, DirectiveSettings, fitted_model
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 # Fields of the origin that describe the run rather than the result.
 RUN_FIELDS = {"commit", "uncommitted_changes", "date"}
 

@@ -28,7 +28,7 @@ from sophrosyne.index.values import load_or_build_values
 from sophrosyne.index.vectors import VectorIndex
 from sophrosyne.schema.catalog import Catalog, load_bird_descriptions
 
-FIXTURES = Path(__file__).parent / "fixtures" / "directives"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "directives"
 
 
 @pytest.fixture(scope="module")
