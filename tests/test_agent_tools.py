@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from sophrosyne.agent.outcome import read_tables
-from sophrosyne.agent.toolbox import EnvironmentTools, MCPTools, Rows, ToolOutput, rows_of
+from sophrosyne.agent.toolbox import EnvironmentTools, MCPTools, ToolOutput, rows_of
 from sophrosyne.cli.app import demo_path
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError, QueryFailed
+from sophrosyne.sandbox.rows import Rows
 from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 from sophrosyne.sql.policy import hash_token

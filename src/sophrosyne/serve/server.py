@@ -386,8 +386,8 @@ class ProgramOutput(BaseModel):
 
 
 def _add_run_python(server: MCPServer, sources: Sources, mapped: Callable[[ToolFn], AsyncToolFn]) -> None:
-    from sophrosyne.agent.toolbox import environment_rows
     from sophrosyne.sandbox.executor import PythonExecutor
+    from sophrosyne.sandbox.rows import environment_rows
 
     executor = PythonExecutor(sources.settings)
 
