@@ -23,7 +23,7 @@ from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 from sophrosyne.sql.policy import hash_token
 
-POLICY = Path(__file__).resolve().parents[1] / "examples" / "policy.toml"
+POLICY = Path(__file__).resolve().parents[2] / "examples" / "policy.toml"
 OPS_TOKEN = "ops-manager-token"  # the demo token of examples/policy.toml
 
 
