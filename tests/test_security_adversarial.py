@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from fixtures.engines import ROWS, SERVER_ENGINES, content_checksum, sha256_file
+from fixtures.policies import ABSENCE_FILTER
 from sophrosyne.environment import Environment
 from sophrosyne.errors import QueryFailed, SophrosyneError, UnknownColumn, UnknownTable
 from sophrosyne.sql.policy import Role, TableRule
 
-ABSENCE_FILTER = "employee_id IN (SELECT e.employee_id FROM employees AS e WHERE e.department = 'D042')"
 ROLE = Role(
     "ops",
     tables={

@@ -20,10 +20,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import PG_DSN, build_sqlite, unique_name, unreachable
+from fixtures.serving import free_port, wait_until_ready
 from sophrosyne.errors import ConfigError, UnknownSource
 from sophrosyne.sources import Sources, load_sources
 from sophrosyne.sql.policy import hash_token
-from test_mcp import free_port, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = {"both": "both-token-19c2e7", "admin": "admin-token-8d01aa", "shop_only": "shop-token-55f0b3"}

@@ -25,7 +25,7 @@ from fixtures.http_attacks import (
     spawned,
     timed,
 )
-from test_security_http import POLICY, TOKENS
+from fixtures.policies import POLICY, TOKENS
 
 # A request must arrive whole within this long here (the default is 10 s): the test waits for it to pass.
 REQUEST_S = 2.0

@@ -10,11 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sophrosyne.agent.outcome import Candidate, Outcome, Step, Trace, read_tables
-from sophrosyne.agent.toolbox import Rows, Toolbox, ToolOutput, no_tool, rows_of
+from sophrosyne.agent.toolbox import Toolbox, ToolOutput, no_tool, rows_of
 from sophrosyne.agent.voting import question_orders, tables_match, vote
 from sophrosyne.errors import ProgramFailed, QueryFailed, SandboxUnavailable
 from sophrosyne.llm import Conversation, ModelClient, ToolCall, ToolSpec, parse_json
 from sophrosyne.sandbox.executor import ProgramResult, PythonExecutor
+from sophrosyne.sandbox.rows import Rows
 from sophrosyne.settings import Settings
 from sophrosyne.tools.results import render_error
 

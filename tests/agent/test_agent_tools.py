@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 
 from sophrosyne.agent.outcome import read_tables
-from sophrosyne.agent.toolbox import EnvironmentTools, MCPTools, Rows, ToolOutput, rows_of
+from sophrosyne.agent.toolbox import EnvironmentTools, MCPTools, ToolOutput, rows_of
 from sophrosyne.cli.app import demo_path
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError, QueryFailed
+from sophrosyne.sandbox.rows import Rows
 from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 from sophrosyne.sql.policy import hash_token
 
-POLICY = Path(__file__).resolve().parents[1] / "examples" / "policy.toml"
+POLICY = Path(__file__).resolve().parents[2] / "examples" / "policy.toml"
 OPS_TOKEN = "ops-manager-token"  # the demo token of examples/policy.toml
 
 

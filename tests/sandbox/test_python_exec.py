@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from sophrosyne.agent.toolbox import Rows, environment_rows
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ProgramFailed, QueryFailed
 from sophrosyne.sandbox.executor import PythonExecutor
+from sophrosyne.sandbox.rows import Rows, environment_rows
 from sophrosyne.settings import Settings
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")

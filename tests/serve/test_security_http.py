@@ -23,35 +23,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import build_sqlite
+from fixtures.policies import POLICY, TOKENS
 from sophrosyne.sql.policy import hash_token
-from test_security_adversarial import ABSENCE_FILTER, leaked
+from test_security_adversarial import leaked
 
-ROOT = Path(__file__).resolve().parents[1]
-TOKENS = {"ops": "ops-token-7f3a9c", "admin": "admin-token-51be02"}
-POLICY = f"""
-default_role = "ops"
-
-[roles.admin]
-
-[roles.ops]
-deny = ["notes", "Order Details"]
-
-[roles.ops.tables.departments]
-row_filter = "dept_code = 'D042'"
-hidden = ["budget"]
-
-[roles.ops.tables.employees]
-row_filter = "department = 'D042'"
-hidden = ["hire_date"]
-
-[roles.ops.tables.absence_records]
-row_filter = "{ABSENCE_FILTER}"
-hidden = ["reason"]
-
-[tokens]
-"{hash_token(TOKENS["ops"])}" = "ops"
-"{hash_token(TOKENS["admin"])}" = "admin"
-"""
+ROOT = Path(__file__).resolve().parents[2]
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("execute_sql", {"sql": "SELECT * FROM employees"}),
     ("execute_sql", {"sql": "SELECT dept_name FROM departments"}),

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import functools
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +16,11 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import build_sqlite, sha256_file
+from fixtures.serving import free_port, wait_until_ready
 from sophrosyne.environment import Environment
 from sophrosyne.serve.server import build_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {
     "list_sources",
     "list_tables",
@@ -83,12 +82,6 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_sqlite(tmp_path_factory.mktemp("mcp") / "hr.sqlite")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def http_server(database: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """A spawned `sophrosyne serve --http`, started early so that its start overlaps the other tests."""
@@ -108,22 +101,6 @@ def http_server(database: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]
         process.wait()
     if process.stderr:
         process.stderr.close()
-
-
-def wait_until_ready(process: subprocess.Popen[bytes], port: int) -> str:
-    """Poll the port until the server accepts connections; its URL."""
-    deadline = time.monotonic() + 30
-    while True:
-        if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
-            pytest.fail(f"the HTTP server exited with {process.returncode}: {stderr}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return f"http://127.0.0.1:{port}/mcp"
-        except OSError:
-            if time.monotonic() > deadline:
-                pytest.fail("the HTTP server did not start within 30 s")
-            time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

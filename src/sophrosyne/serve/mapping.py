@@ -1,0 +1,91 @@
+"""The one place a tool call meets MCP: run under its deadline, audited, its errors made MCP tool errors."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult
+
+from sophrosyne.audit import AuditLog, statements
+from sophrosyne.errors import SophrosyneError
+from sophrosyne.serve.caller import caller_view
+from sophrosyne.serve.calls import Calls
+from sophrosyne.sources import Sources
+from sophrosyne.tools.results import count_tokens, render_error
+
+logger = logging.getLogger("sophrosyne.mcp")
+
+# The longest error text a client is sent (a message may quote a long input).
+ERROR_CHARS = 1000
+
+ToolFn = Callable[..., CallToolResult]
+AsyncToolFn = Callable[..., Awaitable[CallToolResult]]
+
+SESSION = uuid.uuid4().hex[:12]  # one server process; HTTP callers are told apart by their role
+
+
+def map_calls(
+    sources: Sources, audit: AuditLog | None, calls: Calls, seconds: float | None = None
+) -> Callable[[ToolFn], AsyncToolFn]:
+    """The one place where environment errors become MCP tool errors (internals never leave the server)
+    and where each call is audited: role, arguments, SQL as written and executed, rows, time, tokens.
+
+    Each call runs in a worker thread under its deadline (`timeout_s`, or `seconds`), so a slow call never holds
+    up another, and a call whose client cancelled or left stops its work and its statement."""
+
+    def decorate(fn: ToolFn) -> ToolFn:
+        def audited(*args: Any, **kwargs: Any) -> CallToolResult:
+            if audit is None:
+                return _guarded(fn, args, kwargs)
+            try:
+                view = caller_view(sources, kwargs.get("source"))
+                role, dialect = view.role.name, view.dialect
+            except SophrosyneError:
+                role, dialect = "", ""  # the call itself reports the error
+            with audit.call(SESSION, role, fn.__name__, kwargs) as record, statements() as ran:
+                record.dialect = dialect
+                try:
+                    result = _guarded(fn, args, kwargs)
+                finally:
+                    if ran:
+                        record.sql_written = "\n;\n".join(s.written for s in ran)
+                        record.sql_executed = "\n;\n".join(s.executed for s in ran)
+                        record.rows = sum(s.rows for s in ran)
+                record.response_tokens = sum(count_tokens(c.text) for c in result.content if hasattr(c, "text"))
+                return result
+
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
+            try:
+                limit = seconds if seconds is not None else sources.settings.timeout_s
+                return await calls.run(functools.partial(audited, *args, **kwargs), limit)
+            except SophrosyneError as exc:  # refused before it ran, or stopped at the deadline
+                raise _ToolFailure(exc) from None
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate  # type: ignore[return-value]
+
+
+def _guarded(fn: ToolFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallToolResult:
+    try:
+        return fn(*args, **kwargs)
+    except SophrosyneError as exc:
+        raise _ToolFailure(exc) from None
+    except Exception:
+        logger.exception("tool %s failed", fn.__name__)
+        raise ToolError("internal error; the server log has the details.") from None
+
+
+class _ToolFailure(ToolError):
+    """A fixable error for the agent; keeps the original so the audit record names its code."""
+
+    def __init__(self, error: SophrosyneError) -> None:
+        # The engine's own words (which may quote data) in a data block; ours, and any name in them, escaped.
+        super().__init__(render_error(error, ERROR_CHARS))
+        self.error = error
