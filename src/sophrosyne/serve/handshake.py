@@ -27,7 +27,7 @@ def snapshot_path(argv: list[str]) -> Path:
     settings: they load slowly, and this runs before anything else)."""
     from importlib.util import find_spec
 
-    from sophrosyne import __version__
+    from sophrosyne.base.version import __version__
 
     # The newest source file of the package, and the SDK's install: an edited, upgraded or reinstalled
     # server is another server (reading the SDK's version from its metadata would cost a tenth of a second).

@@ -80,7 +80,7 @@ def health_of(
     """The HTTP status and body of /health. `visible`: the sources the caller may see (None: no details).
 
     503 while draining (a balancer stops sending) and while a source cannot be served."""
-    from sophrosyne import __version__
+    from sophrosyne.base.version import __version__
 
     status = "draining" if calls.draining else "failed" if watch.failures else "ok"
     body: dict[str, Any] = {"status": status}

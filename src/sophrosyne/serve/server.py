@@ -12,9 +12,9 @@ from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 
-from sophrosyne import __version__
 from sophrosyne.audit import AuditLog
 from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
+from sophrosyne.base.version import __version__
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied
 from sophrosyne.serve.auth import BearerGate, PolicyTokens
