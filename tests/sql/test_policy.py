@@ -86,6 +86,14 @@ def test_bad_policy_files_say_what_is_wrong(tmp_path: Path, text: str, message: 
     assert str(tmp_path) in info.value.message
 
 
+def test_a_row_filter_that_does_not_parse_says_where_in_plain_text(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_policy(write(tmp_path, "[roles.a.tables.t]\nrow_filter = \"region = = 'EU'\"\n"))
+    shown = f"{info.value.message} {info.value.hint}"
+    assert "at line 1, column 10" in shown and "region = 'EU'" in shown
+    assert "\x1b" not in shown and "<class" not in shown  # no terminal escapes, no sqlglot class names
+
+
 def test_missing_policy_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_policy(tmp_path / "nope.toml")
