@@ -21,8 +21,8 @@ from fixtures.bench_model import PRICES, bench_agent, plans_for
 from fixtures.browser import rendered_dom
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import scripted_server
+from sophrosyne.bench.data.registry import load_suite
 from sophrosyne.bench.runs import read_runs, stable_view
-from sophrosyne.bench.suites import load_suite
 
 COMMON = ["--dataset", "bird-dev", "--limit", "50", "--concurrency", "8", "--quiet"]
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import chat_reply, scripted_server
 from sophrosyne.bench.cli import bench_app, print_report
-from sophrosyne.bench.datasets import load_custom
+from sophrosyne.bench.data.files import load_custom
 from sophrosyne.bench.directives_bench import run_directives_bench
 from sophrosyne.bench.directives_report import report, summarize
 from sophrosyne.cli.terminal import console

@@ -23,8 +23,8 @@ from fixtures.browser import rendered_dom
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import scripted_server
 from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.data.registry import load_suite
 from sophrosyne.bench.runs import read_runs, stable_view
-from sophrosyne.bench.suites import load_suite
 
 ARMS = ("coarse", "none", "directives", "oracle")
 

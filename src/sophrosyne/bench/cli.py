@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 from sophrosyne.cli.terminal import console, progress_bar, reported
 
 if TYPE_CHECKING:
-    from sophrosyne.bench.datasets import Dataset
+    from sophrosyne.bench.data.types import Dataset
 
 bench_app = typer.Typer(
     name="bench",
@@ -125,7 +125,8 @@ def _load(
     descriptions: Path | None,
     databases: Path | None,
 ) -> Dataset:
-    from sophrosyne.bench.datasets import load_custom, load_dataset
+    from sophrosyne.bench.data.files import load_custom
+    from sophrosyne.bench.data.registry import load_dataset
 
     if dataset and questions:
         raise typer.BadParameter("give --dataset or --questions, not both.")

@@ -14,7 +14,7 @@ from sophrosyne.bench.cli import bench_app, cell_text, figures_table
 from sophrosyne.cli.terminal import console, err_console, progress_bar, reported
 
 if TYPE_CHECKING:
-    from sophrosyne.bench.suites import Metric, Suite
+    from sophrosyne.bench.data.types import Metric, Suite
 
 DatasetOption = Annotated[
     str | None,
@@ -52,7 +52,8 @@ def open_suite(
     tables: Path | None,
     metric: str,
 ) -> Suite:
-    from sophrosyne.bench.suites import load_suite, suite_from_files
+    from sophrosyne.bench.data.registry import load_suite
+    from sophrosyne.bench.data.suites import suite_from_files
 
     if dataset and questions:
         raise typer.BadParameter("give --dataset or --questions, not both.")
@@ -107,9 +108,9 @@ def score_command(
 
     Example: sophrosyne bench score --dataset bird-dev --predictions predict_dev.json --json bench-out/score.json
     """
+    from sophrosyne.bench.data.suites import select, suite_summary
     from sophrosyne.bench.predictions import read_predictions
     from sophrosyne.bench.score import grouped, score_predictions, summarize
-    from sophrosyne.bench.suites import select, suite_summary
 
     with reported():
         suite = open_suite(dataset, questions, databases, db_url, tables, metric)
@@ -184,7 +185,7 @@ def tokens_command(
 
     Example: sophrosyne bench tokens --dataset bird-dev --dataset spider-dev --json bench-out/tokens.json
     """
-    from sophrosyne.bench.suites import load_suite
+    from sophrosyne.bench.data.registry import load_suite
     from sophrosyne.bench.tokens import measure_tokens, tokens_summary
 
     with reported():

@@ -66,9 +66,9 @@ def run_command(
     import asyncio
     import logging
 
+    from sophrosyne.bench.data.suites import parse_shard, select
     from sophrosyne.bench.run import ARMS, RunPlan, run_plan
     from sophrosyne.bench.runs import read_runs, summarize_runs
-    from sophrosyne.bench.suites import parse_shard, select
     from sophrosyne.llm import ModelClient
     from sophrosyne.settings import Settings
 
