@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fixtures.datasets import shared_datasets
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
 from sophrosyne.bench.data.files import catalog_from_spider, load_custom
 from sophrosyne.bench.data.registry import load_dataset
 from sophrosyne.bench.directives_bench import run_directives_bench

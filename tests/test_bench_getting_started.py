@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from fixtures.bench_model import PRICES, bench_agent, plans_for
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import scripted_server
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
 from sophrosyne.bench.data.registry import load_suite
 
 # The command as a user without matplotlib runs it: the import fails as it does when the package is absent.

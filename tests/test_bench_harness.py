@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from fixtures.datasets import shared_datasets
 from sophrosyne.audit import AuditLog, AuditRecord
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
 from sophrosyne.bench.data.registry import load_suite
 from sophrosyne.bench.data.suites import parse_shard, select, suite_from_files
 from sophrosyne.bench.exploration import measure

@@ -22,7 +22,7 @@ from fixtures.bench_model import PRICES, Plan, bench_agent, plans_for
 from fixtures.browser import rendered_dom
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import scripted_server
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
 from sophrosyne.bench.data.registry import load_suite
 from sophrosyne.bench.runs import read_runs, stable_view
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from fixtures.datasets import shared_datasets
 from fixtures.mutations import MUTATIONS, bag_changed, set_changed
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
 from sophrosyne.bench.data.registry import load_suite
 from sophrosyne.bench.data.suites import select
 from sophrosyne.bench.data.types import Suite

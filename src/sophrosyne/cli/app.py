@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
 from sophrosyne.cli.targets import (
     DB_HELP,
     DEMO,
