@@ -20,7 +20,7 @@ from sophrosyne.bench.directives_report import report, summarize
 from sophrosyne.cli.terminal import console
 from sophrosyne.directives import DirectiveSettings, fitted_model
 
-FIXTURES = Path(__file__).parent / "fixtures" / "directives"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "directives"
 SHOP = ("--questions", str(FIXTURES / "questions.jsonl"), "--tables", str(FIXTURES / "tables.json"))
 
 

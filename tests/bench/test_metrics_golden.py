@@ -23,7 +23,7 @@ from sophrosyne.bench.metrics import (
     ves_reward,
 )
 
-GOLDEN = Path(__file__).parent / "golden" / "metrics"
+GOLDEN = Path(__file__).parents[1] / "golden" / "metrics"
 
 
 def _cases(name: str, key: str = "cases") -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from sophrosyne.bench.directives_bench import run_directives_bench
 from sophrosyne.bench.directives_report import report
 from sophrosyne.bench.tune import split_databases
 
-FIXTURES = Path(__file__).parent / "fixtures" / "directives"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "directives"
 REQUIRED = {
     "questions",
     "safe_rate",
