@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from index_build import WORDS, synthetic_catalog
 
-from sophrosyne.bench.datasets import datasets_root
+from sophrosyne.bench.data.folders import datasets_root
 from sophrosyne.directives import compute_directives
 from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.directives.scoring import warm
@@ -84,7 +84,7 @@ def main() -> None:
     results: dict[str, Any] = {"load_average": list(os.getloadavg()), "budgets": BUDGETS, "runs": []}
     folder = datasets_root() / "spider2_lite" / "databases" / "bigquery" / "ebi_chembl"
     if folder.is_dir():
-        from sophrosyne.bench.spider2 import read_catalog
+        from sophrosyne.bench.data.spider2 import read_catalog
 
         chembl = read_catalog(folder, "bigquery")
         results["runs"].append(measure("ebi_chembl (Spider 2.0)", chembl, questions_for(chembl, args.questions)))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sophrosyne.bench.datasets import datasets_root, load_dataset
+from sophrosyne.bench.data.folders import datasets_root
+from sophrosyne.bench.data.registry import load_dataset
 from sophrosyne.index import SchemaIndex, ValueIndex, default_embedder
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 

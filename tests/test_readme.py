@@ -156,7 +156,7 @@ def test_the_audit_example_reads_what_serve_wrote(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_bench_example_runs_where_the_datasets_are(tmp_path: Path) -> None:
     # The harness's other examples (run, score, merge, report, tokens) need a model and earlier runs: its own
-    # tests run them (tests/test_bench_*.py).
+    # tests run them (tests/bench/test_bench_*.py).
     (example,) = [e for e in EXAMPLES if e.startswith("sophrosyne bench directives")]
     datasets = Path(os.environ.get("SOPHROSYNE_DATASETS") or ROOT.parent / "shared" / "datasets")
     if not (datasets / "bird_dev").exists():

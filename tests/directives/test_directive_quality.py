@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pytest
 
 from fixtures.datasets import shared_datasets
-from sophrosyne.bench.datasets import Dataset, Question, load_dataset
+from sophrosyne.bench.data.registry import load_dataset
+from sophrosyne.bench.data.types import Dataset, Question
 from sophrosyne.directives import compute_directives, gold_tables
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex
 

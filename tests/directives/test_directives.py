@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.openai_server import chat_reply, scripted_server
 from sophrosyne.bench.baselines import paper_rules_top1
-from sophrosyne.bench.datasets import load_catalogs
+from sophrosyne.bench.data.files import load_catalogs
 from sophrosyne.directives import (
     DirectiveSettings,
     LLMColumnInference,

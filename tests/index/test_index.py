@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fixtures.openai_server import scripted_server
-from sophrosyne.bench.datasets import load_catalogs
+from sophrosyne.bench.data.files import load_catalogs
 from sophrosyne.database import open_database
 from sophrosyne.index import (
     ColumnHit,

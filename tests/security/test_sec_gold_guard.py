@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from fixtures.datasets import shared_datasets
-from sophrosyne.bench.datasets import load_questions
+from sophrosyne.bench.data.files import load_questions
 from sophrosyne.errors import RejectedSQL
 from sophrosyne.sql import functions as sql_functions
 from sophrosyne.sql import shape

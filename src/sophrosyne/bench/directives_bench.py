@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sophrosyne.bench.baselines import PAPER_LLM_TOP1, PAPER_RULES_TOP1, paper_llm_top1, paper_rules_top1
-from sophrosyne.bench.datasets import Dataset, Question
+from sophrosyne.bench.data.types import Dataset, Question
 from sophrosyne.directives import (
     DirectiveModel,
     DirectiveSettings,

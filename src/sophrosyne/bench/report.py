@@ -152,7 +152,7 @@ def curve_for(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     directives benchmark; None when the run's dataset is not one it loads."""
     from dataclasses import replace
 
-    from sophrosyne.bench.datasets import DATASETS, load_dataset
+    from sophrosyne.bench.data.registry import DATASETS, load_dataset
     from sophrosyne.bench.directives_bench import run_directives_bench
     from sophrosyne.bench.directives_report import report
 

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sophrosyne.agent.toolbox import EnvironmentTools, ToolOutput
-from sophrosyne.bench.datasets import Question
+from sophrosyne.bench.data.types import Question, Suite
 from sophrosyne.bench.exploration import gold_tables_of, measure
 from sophrosyne.bench.score import Scorer
-from sophrosyne.bench.suites import Suite
 from sophrosyne.bench.tokens import whole_schema
 from sophrosyne.errors import ConfigError
 

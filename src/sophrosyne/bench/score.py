@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sophrosyne.bench.datasets import Question
+from sophrosyne.bench.data.types import Question, Suite
 from sophrosyne.bench.execution import BIRD_TIMEOUT_S, SPIDER_TIMEOUT_S, Execution, Runner, Runners
 from sophrosyne.bench.metrics import bird_ex, order_matters, soft_f1, spider_prepare, spider_result_eq, ves_reward
 from sophrosyne.bench.predictions import Predictions
-from sophrosyne.bench.suites import Suite
 from sophrosyne.errors import ConfigError
 
 Tick = Callable[[str, int, int], None]
@@ -136,7 +135,7 @@ class Scorer:
 
     def score_csv(self, question: Question, path: Path) -> Verdict:
         """A Spider 2.0 result CSV against the instance's gold variants."""
-        from sophrosyne.bench.spider2_eval import read_result_csv
+        from sophrosyne.bench.data.spider2_eval import read_result_csv
 
         if self.suite.spider2 is None:
             raise ConfigError(f"{self.suite.name} is scored by running SQL, not by result CSVs.")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sophrosyne.bench.data.types import Suite
 from sophrosyne.bench.exploration import gold_tables_of, measure
 from sophrosyne.bench.predictions import Predictions
 from sophrosyne.bench.score import Verdict
 from sophrosyne.bench.sessions import Matched, match_sessions
-from sophrosyne.bench.suites import Suite
 
 
 def attach_audit(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sophrosyne.audit import AuditRecord, read_records
-from sophrosyne.bench.datasets import Question
+from sophrosyne.bench.data.types import Question
 from sophrosyne.errors import ConfigError
 
 

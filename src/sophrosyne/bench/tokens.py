@@ -17,11 +17,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sophrosyne.bench.datasets import Question
+from sophrosyne.bench.data.types import Question
 from sophrosyne.bench.exploration import gold_tables_of
 
 if TYPE_CHECKING:
-    from sophrosyne.bench.suites import Suite
+    from sophrosyne.bench.data.types import Suite
     from sophrosyne.environment import Environment
     from sophrosyne.schema.catalog import Catalog
 

@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 import sophrosyne.directives
-from sophrosyne.bench.datasets import Dataset, load_dataset
+from sophrosyne.bench.data.registry import load_dataset
+from sophrosyne.bench.data.types import Dataset
 from sophrosyne.bench.directives_bench import build_indexes, prepare_dataset, question_gold
 from sophrosyne.directives import (
     FEATURES,

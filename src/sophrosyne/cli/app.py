@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
 from sophrosyne.cli import explore, server, tasks
 from sophrosyne.cli.targets import demo_path as demo_path  # where tests and scripts have found it
 from sophrosyne.cli.terminal import console, set_log_level

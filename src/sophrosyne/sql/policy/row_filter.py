@@ -66,9 +66,9 @@ def _parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
         # sqlglot's own message underlines the token with terminal escapes: say where in words instead.
         first = error.errors[0] if error.errors else {}
         at = f" at line {first['line']}, column {first['col']}" if first.get("line") else ""
-        why = _INTERNAL_CLASS.sub("", str(first.get("description") or "not SQL"))
+        reason = _INTERNAL_CLASS.sub("", str(first.get("description") or "not SQL"))
         raise ConfigError(
-            f"row filter of {where} does not parse{at}: {text!r} ({why})",
+            f"row filter of {where} does not parse{at}: {text!r} ({reason})",
             hint="Write a predicate such as `region = 'EU'` or `dept IN ('D1', 'D2')`.",
         ) from None
     except ValueError as error:

@@ -13,13 +13,9 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from sophrosyne.bench.datasets import Question
 from sophrosyne.errors import ConfigError
-
-if TYPE_CHECKING:
-    from sophrosyne.bench.suites import Suite
 
 # evaluate.py, compare_pandas_table: `tolerance = 1e-2` (absolute, through math.isclose).
 TOLERANCE = 1e-2
@@ -200,32 +196,3 @@ def load_gold(folder: Path) -> Spider2Gold:
         elif match and match.group(0)[:-4] in rules:  # an id that itself ends in _<letter>
             variants.setdefault(match.group(0)[:-4], []).append(path)
     return Spider2Gold(rules, variants)
-
-
-def load_spider2_lite(folder: Path) -> Suite:
-    """Spider 2.0-lite instances with a gold result here; the others are reported as skipped. Knowledge is
-    the external-knowledge document an instance names, when the folder has it."""
-    from sophrosyne.bench.suites import Skip, Suite
-
-    folder = Path(folder)
-    if not (folder / "spider2-lite.jsonl").is_file():
-        raise ConfigError(f"no Spider 2.0-lite instances in {folder} (spider2-lite.jsonl).")
-    gold = load_gold(folder)
-    suite = Suite("spider2-lite", "spider2", "bigquery", [], spider2=gold)
-    for line in (folder / "spider2-lite.jsonl").read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        instance, db = row["instance_id"], row["db"]
-        suite.order.append(instance)
-        document = folder / "documents" / str(row.get("external_knowledge") or "")
-        knowledge = document.read_text(encoding="utf-8") if row.get("external_knowledge") and document.is_file() else ""
-        sql_path = folder / "gold_sql" / f"{instance}.sql"
-        sql = sql_path.read_text(encoding="utf-8") if sql_path.is_file() else ""
-        if instance not in gold.rules:
-            suite.skipped.append(Skip(instance, db, "no evaluation rule"))
-        elif instance not in gold.variants:
-            suite.skipped.append(Skip(instance, db, "no gold result here"))
-        else:
-            suite.questions.append(Question(instance, db, row["question"], knowledge, sql))
-    return suite

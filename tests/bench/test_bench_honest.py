@@ -12,14 +12,15 @@ from typer.testing import CliRunner
 
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import chat_reply, scripted_server
-from sophrosyne.bench.cli import bench_app, print_report
-from sophrosyne.bench.datasets import load_custom
+from sophrosyne.bench.cli.app import bench_app
+from sophrosyne.bench.cli.directives import print_report
+from sophrosyne.bench.data.files import load_custom
 from sophrosyne.bench.directives_bench import run_directives_bench
 from sophrosyne.bench.directives_report import report, summarize
 from sophrosyne.cli.terminal import console
 from sophrosyne.directives import DirectiveSettings, fitted_model
 
-FIXTURES = Path(__file__).parent / "fixtures" / "directives"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "directives"
 SHOP = ("--questions", str(FIXTURES / "questions.jsonl"), "--tables", str(FIXTURES / "tables.json"))
 
 

@@ -13,11 +13,13 @@ from typer.testing import CliRunner
 
 from fixtures.datasets import shared_datasets
 from fixtures.mutations import MUTATIONS, bag_changed, set_changed
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
+from sophrosyne.bench.data.registry import load_suite
+from sophrosyne.bench.data.suites import select
+from sophrosyne.bench.data.types import Suite
 from sophrosyne.bench.metrics import order_matters, spider_prepare
 from sophrosyne.bench.predictions import Predictions
 from sophrosyne.bench.score import score_predictions
-from sophrosyne.bench.suites import Suite, load_suite, select
 
 
 def _rows(path: str, sql: str, lenient: bool) -> list[tuple[Any, ...]] | None:

@@ -1,65 +1,15 @@
-"""Benchmark datasets: BIRD dev and Spider dev from `../shared/datasets/`, or a custom questions + tables.json set."""
+"""Questions and schemas in the files BIRD and Spider ship (questions JSON, `tables.json`), or of your own set."""
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sophrosyne.bench.data.types import Dataset, Question
 from sophrosyne.errors import ConfigError
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table, load_bird_descriptions
-
-DATASETS = ("bird-dev", "spider-dev", "spider2-cloud")
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    db_id: str
-    question: str
-    knowledge: str  # BIRD calls it evidence
-    sql: str
-    difficulty: str = "unknown"
-
-
-@dataclass
-class Dataset:
-    name: str
-    questions: list[Question]
-    catalogs: dict[str, Catalog]
-    database_files: dict[str, Path] = field(default_factory=dict)
-    # Gold tables per question id, when the loader resolves them itself (Spider 2.0: qualified names,
-    # wildcard tables); otherwise the bench parses each question's SQL as SQLite.
-    gold: dict[str, frozenset[str]] = field(default_factory=dict)
-    skipped: list[dict[str, str]] = field(default_factory=list)  # questions the loader left out, and why
-
-
-def datasets_root(project_root: Path | None = None) -> Path:
-    """`$SOPHROSYNE_DATASETS`, else `../shared/datasets` beside the project root in a source checkout, else
-    `datasets/` in the current folder (an installed package has no project root: its folder is the venv's)."""
-    env = os.environ.get("SOPHROSYNE_DATASETS")
-    if env:
-        return Path(env)
-    root = project_root or Path(__file__).resolve().parents[3]
-    if project_root is None and not (root / "pyproject.toml").is_file():
-        return Path.cwd() / "datasets"
-    return root.parent / "shared" / "datasets"
-
-
-def dataset_folder(root: Path, name: str, folder: str) -> Path:
-    """The folder of a dataset, or an error that says where it was looked for and how to point elsewhere."""
-    path = root / folder
-    if not path.is_dir():
-        raise ConfigError(
-            f"no data for {name}: the folder {path} does not exist.",
-            hint=f"Put the {name} files in {folder}/ under a datasets folder and set SOPHROSYNE_DATASETS to it "
-            "(docs/bench.md says what each dataset holds and where it comes from); `bench directives` also takes "
-            "--questions and --tables for your own files.",
-        )
-    return path
 
 
 def catalog_from_spider(entry: dict[str, Any]) -> Catalog:
@@ -152,25 +102,3 @@ def load_custom(
             if path.exists():
                 files[db_id] = path
     return Dataset(name, items, catalogs, files)
-
-
-def load_dataset(name: str, root: Path | None = None) -> Dataset:
-    """`bird-dev`, `spider-dev` or `spider2-cloud` from the shared datasets folder."""
-    root = root or datasets_root()
-    if name == "bird-dev":
-        folder = dataset_folder(root, name, "bird_dev")
-        return load_custom(
-            folder / "dev.json",
-            folder / "dev_tables.json",
-            folder / "dev_databases",
-            folder / "dev_databases",
-            name=name,
-        )
-    if name == "spider-dev":
-        folder = dataset_folder(root, name, "spider")
-        return load_custom(folder / "dev.json", folder / "tables.json", None, folder / "database", name=name)
-    if name == "spider2-cloud":
-        from sophrosyne.bench.spider2 import load_spider2_cloud
-
-        return load_spider2_cloud(root)
-    raise ConfigError(f"unknown dataset {name!r}.", hint=f"Use one of {', '.join(DATASETS)}.")

@@ -22,9 +22,9 @@ from fixtures.bench_model import PRICES, Plan, bench_agent, plans_for
 from fixtures.browser import rendered_dom
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import scripted_server
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
+from sophrosyne.bench.data.registry import load_suite
 from sophrosyne.bench.runs import read_runs, stable_view
-from sophrosyne.bench.suites import load_suite
 
 ARMS = ("coarse", "none", "directives", "oracle")
 
@@ -112,7 +112,7 @@ def test_a_killed_run_resumes_without_redoing_finished_questions_and_shards_merg
     args = ["--dataset", "bird-dev", "--db", "superhero", "--limit", "4", "--arm", "none", "--arm", "coarse"]
     args += ["--concurrency", "2", "--quiet"]
     command = [sys.executable, "-m", "sophrosyne", "bench", "run", *args, "--out", str(out)]
-    environment = {**os.environ, **model_env, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    environment = {**os.environ, **model_env, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     with subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and process.poll() is None:

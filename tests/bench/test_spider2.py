@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 from fixtures.datasets import shared_datasets
-from sophrosyne.bench.datasets import Dataset, Question, load_custom
+from sophrosyne.bench.data.files import load_custom
+from sophrosyne.bench.data.spider2 import parse_ddl, read_catalog
+from sophrosyne.bench.data.types import Dataset, Question
 from sophrosyne.bench.directives_bench import run_directives_bench
-from sophrosyne.bench.spider2 import parse_ddl, read_catalog
 from sophrosyne.directives import gold_tables
 from sophrosyne.schema.catalog import Catalog, Table
 

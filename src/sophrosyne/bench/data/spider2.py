@@ -9,7 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sophrosyne.bench.datasets import Dataset, Question, dataset_folder
+from sophrosyne.bench.data.folders import dataset_folder
+from sophrosyne.bench.data.types import Dataset, Question
 from sophrosyne.directives.oracle import gold_tables
 from sophrosyne.schema.catalog import Catalog, Column, Table
 

@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 from rich.console import Console
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "tool_latency.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "tool_latency.py"
 STATS = {"n", "mean_ms", "p50_ms", "p95_ms", "min_ms", "max_ms"}
 CHECKS = {
     "list_tables_p95_in_process",

@@ -16,11 +16,12 @@ from typer.testing import CliRunner
 
 from fixtures.datasets import shared_datasets
 from sophrosyne.audit import AuditLog, AuditRecord
-from sophrosyne.bench.cli import bench_app
+from sophrosyne.bench.cli.app import bench_app
+from sophrosyne.bench.data.registry import load_suite
+from sophrosyne.bench.data.suites import parse_shard, select, suite_from_files
 from sophrosyne.bench.exploration import measure
 from sophrosyne.bench.predictions import read_predictions
 from sophrosyne.bench.sessions import match_sessions
-from sophrosyne.bench.suites import load_suite, parse_shard, select, suite_from_files
 from sophrosyne.bench.tokens import measure_tokens
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from fixtures.bench_model import PRICES, bench_agent, plans_for
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import scripted_server
-from sophrosyne.bench.cli import bench_app
-from sophrosyne.bench.suites import load_suite
+from sophrosyne.bench.cli.app import bench_app
+from sophrosyne.bench.data.registry import load_suite
 
 # The command as a user without matplotlib runs it: the import fails as it does when the package is absent.
 WITHOUT_MATPLOTLIB = "import sys; sys.modules['matplotlib'] = None; from sophrosyne.cli.app import app; app()"
@@ -92,16 +92,16 @@ def test_a_missing_dataset_says_where_it_was_looked_for(
 
 def test_an_installed_package_looks_for_datasets_in_the_current_folder(tmp_path: Path) -> None:
     # Outside a source checkout the project root is the venv's site-packages: no `../shared/datasets` there.
-    from sophrosyne.bench import datasets
+    from sophrosyne.bench.data import folders
 
     installed = tmp_path / "lib" / "python3.11" / "site-packages"
-    assert datasets.datasets_root(installed) == installed.parent / "shared" / "datasets"  # an explicit root stays
+    assert folders.datasets_root(installed) == installed.parent / "shared" / "datasets"  # an explicit root stays
     code = (
-        "import os, pathlib, sophrosyne.bench.datasets as d; os.environ.pop('SOPHROSYNE_DATASETS', None); "
-        "d.__file__ = str(pathlib.Path(os.environ['FAKE']) / 'sophrosyne' / 'bench' / 'datasets.py'); "
+        "import os, pathlib, sophrosyne.bench.data.folders as d; os.environ.pop('SOPHROSYNE_DATASETS', None); "
+        "d.__file__ = str(pathlib.Path(os.environ['FAKE']) / 'sophrosyne' / 'bench' / 'data' / 'folders.py'); "
         "print(d.datasets_root())"
     )
-    here = str(Path(datasets.__file__).resolve().parents[2])  # the folder this test imported sophrosyne from
+    here = str(Path(folders.__file__).resolve().parents[3])  # the folder this test imported sophrosyne from
     env = {**os.environ, "FAKE": str(installed), "PYTHONPATH": here}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True

@@ -12,9 +12,10 @@ import pytest
 
 from fixtures.datasets import shared_datasets
 from fixtures.engines import MARIADB, PG_DSN, unique_name, unreachable
+from sophrosyne.bench.data.registry import load_suite
+from sophrosyne.bench.data.suites import select
 from sophrosyne.bench.predictions import read_predictions
 from sophrosyne.bench.score import score_predictions, summarize
-from sophrosyne.bench.suites import load_suite, select
 
 TABLES = {
     "molecule": (["molecule_id", "label"], ["molecule_id"]),

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from sophrosyne.bench.cli import bench_app
-from sophrosyne.bench.commands import (
+from sophrosyne.bench.cli.figures import write_json
+from sophrosyne.bench.cli.options import (
     DatabasesOption,
     DatasetOption,
     DbOption,
@@ -22,12 +22,10 @@ from sophrosyne.bench.commands import (
     QuietOption,
     TablesOption,
     open_suite,
-    write_json,
 )
 from sophrosyne.cli.terminal import console, reported, status_bar
 
 
-@bench_app.command("run")
 def run_command(
     out: Annotated[Path, typer.Option(help="JSONL of records, one per question and arm; a rerun resumes it.")],
     dataset: DatasetOption = None,
@@ -66,9 +64,9 @@ def run_command(
     import asyncio
     import logging
 
+    from sophrosyne.bench.data.suites import parse_shard, select
     from sophrosyne.bench.run import ARMS, RunPlan, run_plan
     from sophrosyne.bench.runs import read_runs, summarize_runs
-    from sophrosyne.bench.suites import parse_shard, select
     from sophrosyne.llm import ModelClient
     from sophrosyne.settings import Settings
 
@@ -119,7 +117,6 @@ def run_command(
             write_json(result, json_path)
 
 
-@bench_app.command("merge")
 def merge_command(
     runs: Annotated[list[Path], typer.Argument(help="Run files (JSONL) of the shards.")],
     out: Annotated[Path, typer.Option(help="The merged JSONL.")],

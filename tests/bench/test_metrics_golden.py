@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fixtures.datasets import shared_datasets
+from sophrosyne.bench.data.spider2_eval import Spider2Gold, Spider2Rule, load_gold, read_result_csv, vectors_match
 from sophrosyne.bench.execution import Runner
 from sophrosyne.bench.metrics import (
     bird_ex,
@@ -21,9 +22,8 @@ from sophrosyne.bench.metrics import (
     spider_result_eq,
     ves_reward,
 )
-from sophrosyne.bench.spider2_eval import Spider2Gold, Spider2Rule, load_gold, read_result_csv, vectors_match
 
-GOLDEN = Path(__file__).parent / "golden" / "metrics"
+GOLDEN = Path(__file__).parents[1] / "golden" / "metrics"
 
 
 def _cases(name: str, key: str = "cases") -> list[dict[str, Any]]:

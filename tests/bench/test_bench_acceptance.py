@@ -1,6 +1,6 @@
 """The harness's acceptance run (slow): 50 BIRD dev questions, concurrency 8, all four arms, with the scripted
 model over real HTTP; killed midway and resumed; two shards merged equal to the whole; the report opened in
-headless Chromium. `pytest -m slow tests/test_bench_acceptance.py -s` prints every command's output; with
+headless Chromium. `pytest -m slow tests/bench/test_bench_acceptance.py -s` prints every command's output; with
 SOPHROSYNE_BENCH_OUT=DIR the run, report and page are copied there."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from fixtures.bench_model import PRICES, bench_agent, plans_for
 from fixtures.browser import rendered_dom
 from fixtures.datasets import shared_datasets
 from fixtures.openai_server import scripted_server
+from sophrosyne.bench.data.registry import load_suite
 from sophrosyne.bench.runs import read_runs, stable_view
-from sophrosyne.bench.suites import load_suite
 
 COMMON = ["--dataset", "bird-dev", "--limit", "50", "--concurrency", "8", "--quiet"]
 
@@ -43,7 +43,7 @@ def test_fifty_bird_questions_in_four_arms_resume_merge_and_report(tmp_path: Pat
         env = {
             **os.environ,
             "COLUMNS": "200",
-            "PYTHONPATH": str(Path(__file__).parents[1] / "src"),
+            "PYTHONPATH": str(Path(__file__).parents[2] / "src"),
             "SOPHROSYNE_MODEL": "scripted",
             "SOPHROSYNE_BASE_URL": url,
             "SOPHROSYNE_API_KEY": "test",

@@ -1,4 +1,4 @@
-"""`sophrosyne bench`: benchmark commands (mounted into the main CLI as a sub-app)."""
+"""`sophrosyne bench directives`: directives on every question of a dataset, against the baselines."""
 
 from __future__ import annotations
 
@@ -9,40 +9,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from sophrosyne.bench.cli.figures import cell_text, figures_table
 from sophrosyne.cli.terminal import console, progress_bar, reported
 
 if TYPE_CHECKING:
-    from sophrosyne.bench.datasets import Dataset
+    from sophrosyne.bench.data.types import Dataset
 
-bench_app = typer.Typer(
-    name="bench",
-    help="Benchmarks on real text-to-SQL data. Example: sophrosyne bench directives --dataset bird-dev",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-METRICS = (
-    "questions",
-    "safe_rate",
-    "table_recall",
-    "prune_rate",
-    "flagged_per_question",
-    "abstain_rate",
-    "latency_ms_p50",
-    "latency_ms_p95",
-)
 BESIDE = ("questions", "safe_rate", "table_recall", "prune_rate", "flagged_per_question", "abstain_rate")
 
 
-@bench_app.callback()
-def bench() -> None:
-    """Benchmarks on real text-to-SQL data.
-
-    Example: sophrosyne bench directives --dataset spider-dev
-    """
-
-
-@bench_app.command("directives")
 def directives_command(
     dataset: Annotated[
         str | None,
@@ -125,7 +100,8 @@ def _load(
     descriptions: Path | None,
     databases: Path | None,
 ) -> Dataset:
-    from sophrosyne.bench.datasets import load_custom, load_dataset
+    from sophrosyne.bench.data.files import load_custom
+    from sophrosyne.bench.data.registry import load_dataset
 
     if dataset and questions:
         raise typer.BadParameter("give --dataset or --questions, not both.")
@@ -136,19 +112,6 @@ def _load(
     raise typer.BadParameter(
         "give --dataset bird-dev|spider-dev|spider2-cloud, or --questions FILE with --tables FILE."
     )
-
-
-def figures_table(
-    title: str, rows: dict[str, dict[str, Any]], first: str, metrics: tuple[str, ...] | list[str] = METRICS
-) -> RichTable:
-    """One row per name, one right-aligned column per metric (every bench command prints its figures so)."""
-    table = RichTable(title=title, title_justify="left", header_style="bold")
-    table.add_column(first)
-    for metric in metrics:
-        table.add_column(metric.replace("_", " "), justify="right")
-    for name, values in rows.items():
-        table.add_row(escape(name), *(cell_text(values.get(m)) for m in metrics))
-    return table
 
 
 def _beside(title: str, first: str, rows: dict[str, dict[str, dict[str, Any]]]) -> RichTable:
@@ -164,13 +127,6 @@ def _beside(title: str, first: str, rows: dict[str, dict[str, dict[str, Any]]]) 
         for i, (part, values) in enumerate(by_part.items()):
             table.add_row(escape(name) if i == 0 else "", PART_NAMES[part], *(cell_text(values.get(m)) for m in BESIDE))
     return table
-
-
-def cell_text(value: Any) -> str:
-    """A figure as the bench tables print it: three decimals, or "-" when it is missing."""
-    if value is None:
-        return "-"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def print_report(result: dict[str, Any]) -> None:
@@ -235,10 +191,3 @@ def print_report(result: dict[str, Any]) -> None:
             f"[yellow]{len(result['skipped'])} question(s) skipped: gold SQL does not parse or reads tables "
             "without a schema (reasons in the JSON report).[/]"
         )
-
-
-# The harness's commands (score, tokens, report, merge, run) register themselves on bench_app.
-from sophrosyne.bench import commands, run_cli  # noqa: E402, F401
-
-if __name__ == "__main__":
-    bench_app()

@@ -10,13 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from fixtures.datasets import shared_datasets
-from sophrosyne.bench.cli import bench_app
-from sophrosyne.bench.datasets import catalog_from_spider, load_custom, load_dataset
+from sophrosyne.bench.cli.app import bench_app
+from sophrosyne.bench.data.files import catalog_from_spider, load_custom
+from sophrosyne.bench.data.registry import load_dataset
 from sophrosyne.bench.directives_bench import run_directives_bench
 from sophrosyne.bench.directives_report import report
 from sophrosyne.bench.tune import split_databases
 
-FIXTURES = Path(__file__).parent / "fixtures" / "directives"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "directives"
 REQUIRED = {
     "questions",
     "safe_rate",

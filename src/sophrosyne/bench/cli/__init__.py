@@ -1,0 +1,1 @@
+"""`sophrosyne bench`: the sub-app and its commands."""
