@@ -19,10 +19,13 @@ PACKAGE = ROOT / "src" / "sophrosyne"
 
 # Top to bottom. A module may import its own layer and the layers below it, never one above. A name stands for
 # a module or a package (with everything in it); the longest name that covers a module gives its layer. The
-# command mounts bench's sub-app, and both write to the one terminal: `cli.terminal` sits below bench.
+# command mounts bench's sub-app, and both write to the one terminal: `cli.terminal` sits below bench. In the
+# bench, the datasets are read lowest and its sub-app sits highest.
 LAYERS = [
     "cli",
+    "bench.cli",
     "bench",
+    "bench.data",
     "cli.terminal",
     "agent",
     "serve",
