@@ -16,7 +16,8 @@ import pytest
 
 from fixtures.engines import build_duckdb, build_sqlite
 from sophrosyne import engines
-from sophrosyne.database import FilePool, open_database
+from sophrosyne.database import open_database
+from sophrosyne.engines.pools import FilePool
 from sophrosyne.errors import QueryFailed
 from sophrosyne.schema.catalog import Catalog
 
