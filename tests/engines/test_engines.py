@@ -21,7 +21,7 @@ from sophrosyne.engines.pools import FilePool
 from sophrosyne.errors import QueryFailed
 from sophrosyne.schema.catalog import Catalog
 
-DEMO = Path(__file__).parents[1] / "src" / "sophrosyne" / "data" / "demo.sqlite"
+DEMO = Path(__file__).parents[2] / "src" / "sophrosyne" / "data" / "demo.sqlite"
 HEAVY = ["sqlalchemy", "numpy", "mcp", "sophrosyne.index", "sophrosyne.directives.moderator"]
 
 
