@@ -184,8 +184,8 @@ class ServerPool:
     """SQLAlchemy's pool of one server database (it checks a connection is alive before handing it out)."""
 
     def __init__(self, engine: SQLAlchemyEngine) -> None:
-        self.server: SQLAlchemyEngine | None = engine
         self.engine = engine
+        self.server: SQLAlchemyEngine | None = engine  # the same, as every pool offers it (None for a file)
         self.driver = str(engine.dialect.driver)
         self.url = engine.url.render_as_string(hide_password=True)
         self.errors: tuple[type[Exception], ...] = (engine.dialect.loaded_dbapi.Error,)
