@@ -102,7 +102,7 @@ def test_describe_table_foreign_keys_both_directions(env: Environment) -> None:
 
 def test_comments_become_descriptions(env: Environment, engine: str) -> None:
     if engine == "sqlite":
-        pytest.skip("SQLite keeps no comments; BIRD description files are tested in test_connection")
+        pytest.skip("SQLite keeps no comments; BIRD description files are tested in test_database")
     (employees,) = [t for t in env.list_tables().tables if t.name == "employees"]
     assert employees.description == TABLE_COMMENT
     described = env.describe_table("employees")

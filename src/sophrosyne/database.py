@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
-import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sophrosyne import engines
 from sophrosyne.base import deadline
+from sophrosyne.engines.catalogs import read_catalog
+from sophrosyne.engines.pools import CONNECT_HINT, FilePool, Pool, ServerPool, first_line
 from sophrosyne.engines.reading import Read, read_rows
 from sophrosyne.errors import (
     CallCancelled,
@@ -24,12 +23,11 @@ from sophrosyne.errors import (
     QueryTimeout,
     SophrosyneError,
 )
+from sophrosyne.schema.live import LiveCatalog
 from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine as SQLAlchemyEngine
-
-    from sophrosyne.engines import Cursor, Engine, FileEngine, ServerEngine
+    from sophrosyne.engines import Cursor, Engine, Row, ServerEngine
     from sophrosyne.schema.catalog import Catalog
 
 # Words in an engine's message that mean the statement was stopped by its deadline.
@@ -42,7 +40,6 @@ _TIMEOUT_MARKERS = (
     "query execution was interrupted",
 )
 logger = logging.getLogger("sophrosyne.database")
-_CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
 
 
 @dataclass
@@ -57,30 +54,22 @@ class QueryResult:
     cut: str | None = None
 
 
-class Pool(Protocol):
-    """Where a database's DB-API connections come from and go back to."""
-
-    driver: str
-    url: str
-    errors: tuple[type[Exception], ...]
-
-    def acquire(self) -> Any: ...
-    def release(self, raw: Any) -> None: ...
-    def close(self) -> None: ...
-
-
 class Database:
     """One database, reached only through read-only sessions."""
 
     def __init__(self, engine: Engine, pool: Pool, *, name: str, settings: Settings) -> None:
-        from sophrosyne.schema.live import LiveCatalog
-
         self.engine = engine
         self.pool = pool
         self.name = name
         self.settings = settings
         self.closed = False
-        self._live = LiveCatalog(self)
+        self._live = LiveCatalog(
+            name,
+            self._read_catalog,
+            fingerprint=self.fingerprint,
+            moved=self.file_moved,
+            check_every_s=settings.schema_check_s,
+        )
         self._index_leads: dict[str, set[str]] | None = None
         self._index_leads_read = False
 
@@ -100,7 +89,7 @@ class Database:
         return self.pool.url
 
     def catalog(self) -> Catalog:
-        """The catalog, read in the background and kept current (see liveness.py)."""
+        """The catalog, read in the background and kept current (see schema/live.py)."""
         return self._live.get()
 
     @property
@@ -130,6 +119,35 @@ class Database:
 
     def refresh_catalog(self) -> Catalog:
         return self._live.refresh()
+
+    def _read_catalog(self) -> Catalog:
+        """The schema, as the engine reads it; a database that cannot be reached says so as on a direct
+        connection, not as the driver's exception (a source of a sources file or `serve` is read here first)."""
+        from sqlalchemy.exc import DBAPIError
+
+        source = engines.CatalogSource(
+            session=self.session,
+            run=self._first_row,
+            dialect=self.dialect,
+            timeout_s=self.settings.timeout_s,
+            schemas=self.settings.schemas,
+            exact_count_rows=self.settings.exact_count_rows,
+            server=self.pool.server,
+        )
+        try:
+            return read_catalog(self.engine, source)
+        except ConnectionFailed as exc:
+            raise ConnectionFailed(f"source `{self.name}`: {exc.message}", hint=exc.hint) from None
+        except DBAPIError as exc:
+            said = str(exc.orig or exc).strip().splitlines()
+            raise ConnectionFailed(
+                f"cannot read the schema of `{self.name}` ({self.display_url}): "
+                f"{said[0] if said else type(exc).__name__}",
+                hint=CONNECT_HINT,
+            ) from None
+
+    def _first_row(self, sql: str) -> Sequence[Row]:
+        return self.run(sql, limit=1).rows
 
     def file_moved(self) -> bool:
         """For a file: whether it was replaced since the pool last looked (ConnectionFailed if it is gone)."""
@@ -207,178 +225,6 @@ class Database:
     def close(self) -> None:
         self.closed = True
         self.pool.close()
-
-
-class FilePool:
-    """Native connections to one database file, kept for reuse; each serves one thread at a time.
-
-    Opening a connection costs little, but SQLite parses the schema again on each new one, which adds up on
-    large schemas; a few idle connections are kept, and more are opened when threads need them. The path
-    is checked at each hand-out: a file replaced under it is opened anew, a removed one is an error until
-    it is back. An engine whose connections lock the file (DuckDB) has its idle ones closed after
-    `engine.idle_close_s` without a call, so that other processes may write to the file meanwhile.
-    """
-
-    keep = 4
-
-    def __init__(self, engine: FileEngine, path: Path) -> None:
-        self.engine = engine
-        self.path = path
-        self.driver = engine.driver
-        self.url = f"{engine.name}:///{path}"
-        self.errors: tuple[type[Exception], ...] = (engine.error(),)
-        self._idle: list[Any] = []
-        self._opened: dict[int, object] = {}  # id of a connection -> identity of the file it opened
-        self._lock = threading.Lock()
-        self.identity: object = self._stat()
-        self._last_release = 0.0
-        self._closer: threading.Timer | None = None
-
-    def _stat(self) -> object:
-        """The file's identity (device and inode): a file replaced under the same path has another."""
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            raise ConnectionFailed(
-                f"the database file {self.path} is gone (removed or moved while being served).",
-                hint="Put the file back, or serve its new path; calls work again as soon as it is there.",
-            ) from None
-        except OSError as exc:
-            raise ConnectionFailed(f"cannot read {self.path}: {exc.strerror}.", hint="Check the file.") from None
-        return (st.st_dev, st.st_ino)
-
-    def replaced(self) -> bool:
-        """Whether the path now holds another file than the connections opened (raises if it holds none)."""
-        return self._stat() != self.identity
-
-    def acquire(self) -> Any:
-        # A connection keeps reading the file it opened even once that file is replaced or removed: check
-        # the path first, and open the file there now rather than serve the old one.
-        identity = self._stat()
-        stale: list[Any] = []
-        with self._lock:
-            if identity != self.identity:
-                stale, self._idle = self._idle, []
-                self.identity = identity
-            raw = self._idle.pop() if self._idle else None
-        for old in stale:
-            self._close(old)
-        if raw is not None:
-            return raw
-        raw = self.open()
-        with self._lock:
-            self._opened[id(raw)] = identity
-        return raw
-
-    def open(self) -> Any:
-        """A new connection, checked by reading the file, with the reason in plain words when it fails."""
-        try:
-            raw = self.engine.connect(self.path)
-            self.engine.probe(raw)
-            return raw
-        except self.errors as exc:
-            raise open_failure(self.path, _first_line(exc)) from None
-
-    def release(self, raw: Any) -> None:
-        if getattr(raw, "broken", False):  # a DuckDB process that ended: not kept for the next call
-            self._close(raw)
-            return
-        with self._lock:
-            current = self._opened.get(id(raw)) == self.identity
-            if current and len(self._idle) < self.keep:
-                self._idle.append(raw)
-                self._last_release = time.monotonic()
-                self._close_when_idle()
-                return
-        self._close(raw)
-
-    def _close_when_idle(self) -> None:
-        """(Under the lock.) Close the idle connections once none was used for `idle_close_s`."""
-        wait = self.engine.idle_close_s
-        if wait is None or self._closer is not None:
-            return
-        due = self._last_release + wait - time.monotonic()
-        # The timer holds the pool weakly: a pending timer does not keep connections alive past the pool.
-        self._closer = threading.Timer(max(0.0, due), _close_idle_of, (weakref.ref(self),))
-        self._closer.daemon = True
-        self._closer.start()
-
-    def _close_idle(self) -> None:
-        wait = self.engine.idle_close_s or 0.0
-        with self._lock:
-            self._closer = None
-            if time.monotonic() - self._last_release < wait:
-                self._close_when_idle()  # used meanwhile: wait for its own pause
-                return
-            idle, self._idle = self._idle, []
-        for raw in idle:
-            self._close(raw)
-
-    def _close(self, raw: Any) -> None:
-        with self._lock:
-            self._opened.pop(id(raw), None)
-        raw.close()
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-            closer, self._closer = self._closer, None
-        if closer is not None:
-            closer.cancel()
-        for raw in idle:
-            self._close(raw)
-
-
-def _close_idle_of(pool: weakref.ref[FilePool]) -> None:
-    alive = pool()
-    if alive is not None:
-        alive._close_idle()
-
-
-def open_failure(path: Path, message: str) -> ConnectionFailed:
-    """Why a database file could not be opened, in words a user acts on (the driver's words after)."""
-    lowered = message.lower()
-    kind = "SQLite or DuckDB"
-    if "not a database" in lowered or "not a valid duckdb" in lowered or "invalid" in lowered:
-        return ConnectionFailed(
-            f"{path} is not a {kind} database ({message}).",
-            hint="Give a .sqlite/.db/.duckdb database file, or a URL such as postgresql://user@host/db.",
-        )
-    if "locked" in lowered or "lock on file" in lowered:
-        return ConnectionFailed(
-            f"{path} is locked by another process ({message}).",
-            hint="Wait for the process writing to it to finish, or serve a copy of the file.",
-        )
-    if not os.access(path, os.R_OK):
-        return ConnectionFailed(f"cannot read {path}: permission denied.", hint="Give the server read access.")
-    return ConnectionFailed(f"cannot open {path}: {message}", hint="Check the file.")
-
-
-class ServerPool:
-    """SQLAlchemy's pool of one server database (it checks a connection is alive before handing it out)."""
-
-    def __init__(self, engine: SQLAlchemyEngine) -> None:
-        self.engine = engine
-        self.driver = str(engine.dialect.driver)
-        self.url = engine.url.render_as_string(hide_password=True)
-        self.errors: tuple[type[Exception], ...] = (engine.dialect.loaded_dbapi.Error,)
-
-    def acquire(self) -> Any:
-        from sqlalchemy.exc import DBAPIError
-
-        # The pool raises the driver's own errors on connect, unwrapped.
-        errors: tuple[type[Exception], ...] = (DBAPIError, *self.errors)
-        try:
-            return self.engine.raw_connection()
-        except errors as exc:
-            cause = exc.orig if isinstance(exc, DBAPIError) else exc
-            raise ConnectionFailed(f"cannot connect to {self.url}: {_first_line(cause)}", hint=_CONNECT_HINT) from None
-
-    def release(self, raw: Any) -> None:
-        raw.close()  # back to the pool, which rolls back whatever is left
-
-    def close(self) -> None:
-        self.engine.dispose()
 
 
 DEMO = "demo"
@@ -460,7 +306,7 @@ def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str |
 
 
 def _translate(exc: Exception, timeout_s: float) -> SophrosyneError:
-    message = _first_line(exc)
+    message = first_line(exc)
     lowered = message.lower()
     if any(m in lowered for m in _TIMEOUT_MARKERS):
         return QueryTimeout(
@@ -479,11 +325,4 @@ def _translate(exc: Exception, timeout_s: float) -> SophrosyneError:
     return QueryFailed("the database failed the statement; its message:", quoted=message)
 
 
-def _first_line(exc: BaseException | None) -> str:
-    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
-    # MySQL drivers carry (errno, message); the number means nothing to an agent.
-    text = str(args[1] if len(args) == 2 and isinstance(args[0], int) else exc or "").strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-__all__ = ["Database", "FilePool", "Pool", "QueryResult", "ServerPool", "open_database"]
+__all__ = ["Database", "QueryResult", "open_database"]

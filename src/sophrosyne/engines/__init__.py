@@ -1,5 +1,6 @@
 """One record per database engine (read-only sessions, timeouts, plans, estimates, fences, catalogs), the way
-sqlglot gives each dialect one class: adding an engine means adding one record and its tests."""
+sqlglot gives each dialect one class: adding an engine means adding its module (the record and its catalog
+reading, as sqlite.py) and its tests."""
 
 from __future__ import annotations
 
@@ -7,14 +8,18 @@ from functools import lru_cache
 from pathlib import Path
 
 from sophrosyne.engines import mysql_dialect  # noqa: F401 - sqlglot's `mysql` dialect as MariaDB needs it
-from sophrosyne.engines.base import CONNECT_TIMEOUT_S, OPEN_WAIT_S, Cursor, Engine, FileEngine, Row, ServerEngine
-from sophrosyne.engines.files import DuckDB, SQLite
-from sophrosyne.engines.servers import MySQL, PostgreSQL
+from sophrosyne.engines.base import CONNECT_TIMEOUT_S, OPEN_WAIT_S, CatalogSource, Cursor, Engine, FileEngine, Row
+from sophrosyne.engines.duckdb import DuckDB
+from sophrosyne.engines.mysql import MySQL
+from sophrosyne.engines.postgres import PostgreSQL
+from sophrosyne.engines.servers import ServerEngine
+from sophrosyne.engines.sqlite import SQLite
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
     "ENGINES",
     "OPEN_WAIT_S",
+    "CatalogSource",
     "Cursor",
     "DuckDB",
     "Engine",

@@ -1,21 +1,21 @@
-"""What sets one database engine apart: the record every engine fills in (see files.py and servers.py)."""
+"""What sets one database engine apart: the record every engine fills in (one module per engine: sqlite.py,
+duckdb.py, postgres.py, mysql.py; servers.py for what the engines behind a URL share)."""
 
 from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from sophrosyne.engines import catalog_reader
 from sophrosyne.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import URL
+    from sqlalchemy.engine import Engine as SQLAlchemyEngine
 
-    from sophrosyne.database import Database
     from sophrosyne.schema.catalog import Catalog
 
 
@@ -35,6 +35,22 @@ class Cursor(Protocol):
     def fetchone(self) -> Row | None: ...
     def fetchmany(self, size: int, /) -> Sequence[Row]: ...
     def fetchall(self) -> Sequence[Row]: ...
+
+
+@dataclass(frozen=True)
+class CatalogSource:
+    """What an engine reads its catalog through, given by the database it belongs to (see catalogs.py)."""
+
+    # A cursor in a read-only session with this statement timeout, the engine's errors translated.
+    session: Callable[[float], AbstractContextManager[Cursor]]
+    # One statement run as a call runs it, its first row at most: the bounded row counts.
+    run: Callable[[str], Sequence[Row]]
+    dialect: str
+    timeout_s: float  # the settings' statement timeout
+    schemas: str | None  # the `schemas` setting: which schemas are read
+    exact_count_rows: int  # the bound of a row count where the engine keeps no estimate
+    # A server's SQLAlchemy engine, whose inspector knows its catalog views; None for a file.
+    server: SQLAlchemyEngine | None = None
 
 
 class Engine:
@@ -155,8 +171,8 @@ class Engine:
         rows the parent's reads return): partitions and inheritance children. None on most engines."""
         return []
 
-    def read_tables(self, db: Database) -> Catalog:
-        """Tables, views, columns, keys and comments (row estimates are filled in by catalog_reader)."""
+    def read_tables(self, source: CatalogSource) -> Catalog:
+        """Tables, views, columns, keys and comments (row estimates are filled in by catalogs.py)."""
         raise ConfigError(f"Sophrosyne does not run on {self.name} databases.")
 
 
@@ -179,27 +195,3 @@ class FileEngine(Engine, ABC):
 
     def probe(self, raw: Any) -> None:
         """Read something from a new connection, so a file that is no database fails here, not later."""
-
-
-class ServerEngine(Engine):
-    """An engine behind a URL, reached through SQLAlchemy's URL parsing, pool and inspector."""
-
-    # The DB-API driver used, and the driver names of a URL that are replaced by it.
-    driver: ClassVar[str] = ""
-    replaced_drivers: ClassVar[tuple[str, ...]] = ()
-    # URL schemes SQLAlchemy knows by another name (`postgres://`, as Heroku and libpq write it).
-    backend_names: ClassVar[dict[str, str]] = {}
-    reads_file_names = False
-
-    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
-        """The URL to connect with (the driver chosen) and the driver's connect arguments."""
-        scheme, _, driver = url.drivername.partition("+")
-        backend = self.backend_names.get(scheme.lower(), scheme)
-        if not driver or driver in self.replaced_drivers:
-            driver = self.driver
-        if f"{backend}+{driver}" != url.drivername:
-            url = url.set(drivername=f"{backend}+{driver}")
-        return url, {}
-
-    def read_tables(self, db: Database) -> Catalog:
-        return catalog_reader.read_inspected(db)

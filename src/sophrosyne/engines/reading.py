@@ -15,7 +15,7 @@ from itertools import chain
 from typing import Any
 from uuid import UUID
 
-from sophrosyne.engines import Cursor
+from sophrosyne.engines.base import Cursor
 
 # Rows fetched at most at once, and the share of the byte bound one fetch may bring in at the largest row
 # size seen so far: the first fetch is one row, whose size sets the next.

@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sophrosyne.base import deadline
 from sophrosyne.base.background import Background
-from sophrosyne.errors import ConnectionFailed, NotReady, SophrosyneError
+from sophrosyne.errors import NotReady, SophrosyneError
 
 if TYPE_CHECKING:
-    from sophrosyne.database import Database
     from sophrosyne.schema.catalog import Catalog
 
 logger = logging.getLogger("sophrosyne.schema")
@@ -30,13 +30,28 @@ class LiveCatalog:
 
     The first reading starts in the background (a server answers `initialize` before a large schema is
     read); a call waits for it within its deadline, or is told the schema is still loading. Every
-    `schema_check_s` at most, a call first reads the engine's schema fingerprint (SQLite's schema_version,
+    `check_every_s` at most, a call first reads the engine's schema fingerprint (SQLite's schema_version,
     a hash over the catalog views elsewhere) and the file's identity: when either changed, the catalog is
     read again, and calls get the new one as soon as it is ready.
+
+    `read` reads the catalog; `fingerprint(timeout_s)` reads what identifies the schema now; `moved()` says
+    whether the database's file was replaced (a stat, checked on every call).
     """
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
+    def __init__(
+        self,
+        name: str,
+        read: Callable[[], Catalog],
+        *,
+        fingerprint: Callable[[float], object],
+        moved: Callable[[], bool],
+        check_every_s: float,
+    ) -> None:
+        self.name = name
+        self._read = read
+        self._fingerprint = fingerprint
+        self._moved = moved
+        self._every = check_every_s
         self._lock = threading.Lock()
         self._current: Catalog | None = None
         self._loading = self._new_load()
@@ -44,26 +59,7 @@ class LiveCatalog:
         self._checked = 0.0
 
     def _new_load(self) -> Background[Catalog]:
-        return Background(self._read, name=f"sophrosyne-schema-{self.db.name}")
-
-    def _read(self) -> Catalog:
-        """The schema; a database that cannot be reached says so as on a direct connection, not as the
-        driver's exception (a source of a sources file or `serve` is read here first)."""
-        from sqlalchemy.exc import DBAPIError
-
-        from sophrosyne.engines.catalog_reader import read_catalog
-
-        try:
-            return read_catalog(self.db)
-        except ConnectionFailed as exc:
-            raise ConnectionFailed(f"source `{self.db.name}`: {exc.message}", hint=exc.hint) from None
-        except DBAPIError as exc:
-            said = str(exc.orig or exc).strip().splitlines()
-            raise ConnectionFailed(
-                f"cannot read the schema of `{self.db.name}` ({self.db.display_url}): "
-                f"{said[0] if said else type(exc).__name__}",
-                hint="Check that the server runs and that the URL, user and database are right.",
-            ) from None
+        return Background(self._read, name=f"sophrosyne-schema-{self.name}")
 
     @property
     def ready(self) -> bool:
@@ -74,14 +70,14 @@ class LiveCatalog:
         self._loading.start()
 
     def get(self) -> Catalog:
-        """The current catalog: fresh within `schema_check_s`, waited for within the call's deadline."""
+        """The current catalog: fresh within `check_every_s`, waited for within the call's deadline."""
         self._check()
         loading = self._loading
         if self._current is None:
             catalog = loading.wait(deadline.left(ANSWER_MARGIN_S))
             if catalog is None:
                 raise NotReady(
-                    f"the schema of {self.db.name} is still being read ({loading.running_s:.0f} s so far).",
+                    f"the schema of {self.name} is still being read ({loading.running_s:.0f} s so far).",
                     hint="Ask again in a few seconds.",
                 )
         else:
@@ -100,17 +96,17 @@ class LiveCatalog:
         return self.get()
 
     def _check(self) -> None:
-        every = self.db.settings.schema_check_s
+        every = self._every
         now = time.monotonic()
         # A file's identity costs a stat: checked on every call, so a removed file is an error at once and
         # a replaced one is read anew at once.
-        moved = self.db.file_moved()
+        moved = self._moved()
         with self._lock:
             if self._seen is not None and now - self._checked < every and not moved:
                 return
             self._checked = now
         try:
-            seen = self.db.fingerprint(min(CHECK_TIMEOUT_S, deadline.remaining(CHECK_TIMEOUT_S)))
+            seen = self._fingerprint(min(CHECK_TIMEOUT_S, deadline.remaining(CHECK_TIMEOUT_S)))
         except SophrosyneError:
             if self._seen is None:
                 return  # the first reading reports the error itself
@@ -119,7 +115,7 @@ class LiveCatalog:
             if self._seen is None:
                 self._seen = seen
             elif seen != self._seen:
-                logger.info("the schema of %s changed; reading it again", self.db.name)
+                logger.info("the schema of %s changed; reading it again", self.name)
                 self._seen = seen
                 self._loading = self._new_load()
                 self._loading.start()

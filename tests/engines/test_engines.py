@@ -16,11 +16,12 @@ import pytest
 
 from fixtures.engines import build_duckdb, build_sqlite
 from sophrosyne import engines
-from sophrosyne.database import FilePool, open_database
+from sophrosyne.database import open_database
+from sophrosyne.engines.pools import FilePool
 from sophrosyne.errors import QueryFailed
 from sophrosyne.schema.catalog import Catalog
 
-DEMO = Path(__file__).parents[1] / "src" / "sophrosyne" / "data" / "demo.sqlite"
+DEMO = Path(__file__).parents[2] / "src" / "sophrosyne" / "data" / "demo.sqlite"
 HEAVY = ["sqlalchemy", "numpy", "mcp", "sophrosyne.index", "sophrosyne.directives.moderator"]
 
 

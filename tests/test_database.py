@@ -147,7 +147,7 @@ def test_sessions_are_read_only_at_the_engine(db: Database, engine: str) -> None
         assert db.run("SHOW default_transaction_read_only").rows == [("on",)]
         assert db.run("SHOW statement_timeout", timeout_s=2).rows == [("2s",)]
         # The search_path given in the URL survives beside the read-only option.
-        assert "soph_connection" in str(db.run("SHOW search_path").rows[0][0])
+        assert "soph_database" in str(db.run("SHOW search_path").rows[0][0])
     elif engine == "mariadb":
         row = db.run("SELECT @@session.tx_read_only, @@session.max_statement_time", timeout_s=2).rows[0]
         assert int(row[0]) == 1

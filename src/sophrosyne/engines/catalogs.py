@@ -1,0 +1,70 @@
+"""Reading a live database's catalog: each engine reads its tables (see Engine.read_tables), then the row
+estimates are filled in here, with what the engines' readings share."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sophrosyne.base import deadline
+from sophrosyne.engines.base import CatalogSource, Engine
+from sophrosyne.errors import SophrosyneError
+from sophrosyne.schema.catalog import Catalog, Table, table_ref
+
+# The catalog is read in the background, not within a call: its statements may take longer than a call's
+# timeout (the column list of 20,000 tables takes seconds), though not for ever.
+CATALOG_READ_S = 120.0
+
+
+def read_catalog(engine: Engine, source: CatalogSource) -> Catalog:
+    """Read tables, views, columns, keys, comments and row estimates from a live database."""
+    catalog = engine.read_tables(source)
+    _fill_row_estimates(engine, source, catalog)
+    return catalog
+
+
+def read_timeout(source: CatalogSource) -> float:
+    return max(source.timeout_s, CATALOG_READ_S)
+
+
+def wanted_schemas(setting: str | None) -> set[str] | None:
+    """The `schemas` setting as a set of lower-cased names (`search_path` for the search path's); None for
+    every readable schema."""
+    if setting is None or setting.strip() == "*":
+        return None
+    return {s.strip().lower() for s in setting.split(",") if s.strip()}
+
+
+def path_first(item: tuple[str, Table]) -> tuple[bool, str]:
+    """Sort key of a catalog's tables: those named plainly (on the search path) first, by name."""
+    return (item[1].local_name is not None, item[0])
+
+
+def _fill_row_estimates(engine: Engine, source: CatalogSource, catalog: Catalog) -> None:
+    """Row estimates from the engine's statistics; a bounded count where there are none, never COUNT(*)."""
+    with source.session(read_timeout(source)) as cursor:
+        estimates = engine.row_estimates(cursor)
+    bound = source.exact_count_rows
+    for table in catalog.tables.values():
+        if table.kind != "table":
+            continue
+        known = estimates.get(table.name, estimates.get(f"{table.schema}.{table.identifier}"))
+        if known is not None:
+            table.row_estimate = known
+        elif table.row_estimate is None or (engine.zero_estimate_unknown and table.row_estimate == 0):
+            deadline.check("counting rows")
+            counted = _bounded_count(source, table, bound)
+            # Past the bound the count says only "more than": it is shown as "at least".
+            table.rows_at_least = counted is not None and counted > bound
+            table.row_estimate = min(counted, bound) if counted is not None else None
+
+
+def _bounded_count(source: CatalogSource, table: Table, bound: int) -> int | None:
+    """COUNT over at most `bound`+1 rows: exact for small tables, `bound`+1 means "more than bound"."""
+    scan = exp.select("1").from_(table_ref(table)).limit(bound + 1).subquery("t")
+    query = exp.select(exp.Count(this=exp.Star())).from_(scan).sql(dialect=source.dialect)
+    try:
+        rows = source.run(query)
+    except SophrosyneError:
+        return None
+    value = rows[0][0] if rows else None
+    return int(value) if value is not None else None
