@@ -417,7 +417,7 @@ def test_what_a_program_prints_or_raises_is_data(hostile_file: str) -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="SQLAlchemy reads a MySQL catalog from SHOW CREATE TABLE line by line: a column whose name holds a "
-    "newline is dropped from the catalog, with a warning (catalog_reader/engines should read information_schema)",
+    "newline is dropped from the catalog, with a warning (engines/mysql.py should read information_schema)",
 )
 def test_mariadb_reads_a_column_whose_name_holds_a_newline(tmp_path: Path) -> None:
     import pymysql
