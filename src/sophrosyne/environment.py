@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from sophrosyne.audit import note_statement
 from sophrosyne.base.deadline import bounded_call
+from sophrosyne.base.text import one_line, shorten
 from sophrosyne.database import Database, QueryResult, open_database
 from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
 from sophrosyne.schema.catalog import (
@@ -55,8 +56,6 @@ from sophrosyne.tools.results import (
     cell,
     cut_note,
     fit_rows,
-    one_line,
-    shorten,
 )
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 from sophrosyne import __version__
 from sophrosyne.audit import AuditLog, statements
 from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
+from sophrosyne.base.text import estimate_tokens, shorten
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, SophrosyneError
 from sophrosyne.serve.auth import BearerGate, PolicyTokens
@@ -30,12 +31,10 @@ from sophrosyne.tools.arguments import argument_error
 from sophrosyne.tools.results import (
     QueryOutput,
     TableList,
-    count_tokens,
     fit_rows,
     render,
     render_error,
     render_table,
-    shorten,
 )
 
 logger = logging.getLogger("sophrosyne.mcp")
@@ -115,7 +114,7 @@ def _mapped(
                         record.sql_written = "\n;\n".join(s.written for s in ran)
                         record.sql_executed = "\n;\n".join(s.executed for s in ran)
                         record.rows = sum(s.rows for s in ran)
-                record.response_tokens = sum(count_tokens(c.text) for c in result.content if hasattr(c, "text"))
+                record.response_tokens = sum(estimate_tokens(c.text) for c in result.content if hasattr(c, "text"))
                 return result
 
         @functools.wraps(fn)

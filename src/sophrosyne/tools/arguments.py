@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sophrosyne.base.text import shorten
 from sophrosyne.errors import InvalidArgument
-from sophrosyne.tools.results import shorten
 
 if TYPE_CHECKING:
     from pydantic import ValidationError

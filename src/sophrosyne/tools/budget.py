@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from sophrosyne.base.text import CHARS_PER_TOKEN, estimate_tokens, shorten
 from sophrosyne.tools.results import (
-    CHARS_PER_TOKEN,
     DistinctValues,
     FoundRows,
     QueryOutput,
@@ -17,9 +17,7 @@ from sophrosyne.tools.results import (
     SchemaHits,
     TableDescription,
     TableList,
-    count_tokens,
     render,
-    shorten,
 )
 
 R = TypeVar("R", bound=BaseModel)
@@ -33,7 +31,7 @@ def measure(result: BaseModel) -> int:
     """Tokens of the larger of the two forms a client gets: the rendered text and the structured JSON."""
     text = render(result, _NONCE)
     data = json.dumps(result.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"), default=str)
-    return max(count_tokens(text), count_tokens(data))
+    return max(estimate_tokens(text), estimate_tokens(data))
 
 
 def fits(result: BaseModel, budget: int) -> bool:
@@ -211,9 +209,9 @@ def _cut_found(r: FoundRows, budget: int) -> None:
 
 
 def _rows_within(columns: list[str], rows: list[list[Any]], budget: int) -> int:
-    used = count_tokens(json.dumps(columns, default=str))
+    used = estimate_tokens(json.dumps(columns, default=str))
     for i, row in enumerate(rows):
-        used += count_tokens(json.dumps(row, ensure_ascii=False, default=str)) * 2
+        used += estimate_tokens(json.dumps(row, ensure_ascii=False, default=str)) * 2
         if used > budget:
             return max(0, i)
     return len(rows)

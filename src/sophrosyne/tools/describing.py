@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from sophrosyne.base.text import shorten
 from sophrosyne.schema.catalog import ForeignKey, Table
 from sophrosyne.tools.budget import cut_lists, fit, fits
-from sophrosyne.tools.results import ColumnInfo, TableDescription, cell, shorten
+from sophrosyne.tools.results import ColumnInfo, TableDescription, cell
 
 
 def column_infos(

@@ -7,12 +7,13 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from sophrosyne.base import deadline
+from sophrosyne.base.text import shorten
 from sophrosyne.database import QueryResult
 from sophrosyne.engines import Engine
 from sophrosyne.errors import QueryTimeout, RejectedSQL
 from sophrosyne.schema.catalog import Table, table_ref
 from sophrosyne.tools.grounding import contains
-from sophrosyne.tools.results import FoundRows, TableRows, cell, shorten
+from sophrosyne.tools.results import FoundRows, TableRows, cell
 
 # Below this much of a call's time left, no new table is searched: the answer is given instead.
 MIN_STATEMENT_S = 0.05

@@ -12,17 +12,19 @@ from typing import Any
 from sqlglot import exp
 
 from sophrosyne.base import deadline
+from sophrosyne.base.text import normalize
 from sophrosyne.database import QueryResult
 from sophrosyne.engines import Engine
 from sophrosyne.errors import QueryFailed, QueryTimeout, UnknownColumn
 from sophrosyne.schema.catalog import Column, Table, is_text_type, table_ref
 from sophrosyne.settings import Settings
 from sophrosyne.tools.results import DistinctValues, ValueCount, cell, cut_note
-from sophrosyne.tools.value_cache import BESIDE_EXACT, ColumnValues, Match, ValueCache, normalized
+from sophrosyne.tools.value_cache import BESIDE_EXACT, ColumnValues, Match, ValueCache
 
 Query = Callable[..., QueryResult]
-# Time kept back from the call's deadline to answer once a live search stops.
-ANSWER_MARGIN_S = 0.3
+# Time kept back from the call's deadline to answer once a live search stops (or a wait for the cache).
+# Not the schema's or the listing's margin (schema/live.py, directives/moderator.py): what follows differs.
+SEARCH_ANSWER_MARGIN_S = 0.3
 # Matching values a live search keeps counting (more are summed into the coverage note only).
 LIVE_KEEP = 10_000
 
@@ -65,7 +67,7 @@ class Grounder:
         values = self.cache.get(key)
         small = (size or 0) <= self.settings.distinct_scan_rows
         if values is None and small and not self.cache.too_many(key):
-            wait = deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S
+            wait = deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S
             values = self.cache.load(key, lambda: self._count_values(t, c.name), wait)
         if values is not None:
             return self._from_memory(t, c, values, search, limit, more)
@@ -133,15 +135,15 @@ class Grounder:
         """Values holding the search, read from the whole table, chunk by chunk where the engine allows, until
         the call's deadline: the note says how much was searched, and absence is claimed only when all was."""
         counts, searched, complete = self._scan(t, c, search)
-        wanted = normalized(search)
+        wanted = normalize(search)
         found = [
-            Match(v, n, "exact" if normalized(v) == wanted else "substring", 100.0)
+            Match(v, n, "exact" if normalize(v) == wanted else "substring", 100.0)
             for v, n in counts.items()
             if v is not None
         ]
         exact = [m for m in found if m.kind == "exact"]
         order = {"exact": 0, "substring": 1}
-        found.sort(key=lambda m: (order[m.kind], -m.count, normalized(m.value)))
+        found.sort(key=lambda m: (order[m.kind], -m.count, normalize(m.value)))
         if exact and not more:
             found = exact + [m for m in found if m.kind != "exact"][:BESIDE_EXACT]
         found = found[:limit]
@@ -165,7 +167,7 @@ class Grounder:
                 result = self.query(
                     query.group_by(col).sql(dialect=self.dialect),
                     limit=LIVE_KEEP,
-                    timeout_s=max(0.05, deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S),
+                    timeout_s=max(0.05, deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S),
                 )
             except QueryTimeout:
                 return counts, None, False
@@ -176,7 +178,7 @@ class Grounder:
         start = low
         searched = 0
         while start <= high:
-            left = deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S
+            left = deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S
             if left <= 0.05:
                 return counts, searched, False
             rowid = exp.column("rowid")

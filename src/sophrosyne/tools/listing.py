@@ -6,11 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sophrosyne.base import patterns
+from sophrosyne.base.text import CHARS_PER_TOKEN, one_line
 from sophrosyne.errors import InvalidArgument
 from sophrosyne.schema.catalog import Catalog, ForeignKey, Table, TableGroup, group_tables
 from sophrosyne.tools.arguments import MAX_TERM_CHARS
 from sophrosyne.tools.budget import cut_lists, fits
-from sophrosyne.tools.results import CHARS_PER_TOKEN, SchemaInfo, TableGroupInfo, TableList, TableSummary, one_line
+from sophrosyne.tools.results import SchemaInfo, TableGroupInfo, TableList, TableSummary
 
 
 @dataclass

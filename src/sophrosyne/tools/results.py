@@ -9,35 +9,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
+from sophrosyne.base.text import estimate_tokens, shorten
 
 if TYPE_CHECKING:
     from sophrosyne.errors import SophrosyneError
-
-# A token is about four characters of English or SQL; close enough to budget a response.
-CHARS_PER_TOKEN = 4
-
-
-def count_tokens(text: str) -> int:
-    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-
-
-def shorten(text: str, limit: int, *, at_word: bool = False) -> str:
-    """`text` in at most `limit` characters, a cut marked with "…".
-
-    With `at_word` the cut falls between words and drops a dangling quote or operator, so a quoted clause
-    never ends mid-word. The one way text is cut anywhere in the package.
-    """
-    if len(text) <= limit:
-        return text
-    head = text[: max(0, limit - 1)]
-    if at_word and " " in head:
-        head = head.rsplit(" ", 1)[0].rstrip(" '\"=,;")
-    return head + "…"
-
-
-def one_line(text: str, limit: int = 120) -> str:
-    """Whitespace folded to single spaces, then shortened: a description fit for one line."""
-    return shorten(" ".join(text.split()), limit)
 
 
 def cell(value: Any, max_chars: int) -> Any:
@@ -62,10 +37,10 @@ def cut_note(shown: int, total: int | None, what: str, why: str) -> str:
 
 def fit_rows(columns: list[str], rows: list[list[Any]], budget_tokens: int) -> tuple[list[list[Any]], bool]:
     """Keep the leading rows whose rendering fits the token budget."""
-    used = count_tokens(" | ".join(columns))
+    used = estimate_tokens(" | ".join(columns))
     kept: list[list[Any]] = []
     for row in rows:
-        used += count_tokens(" | ".join(_text(v) for v in row)) + 1
+        used += estimate_tokens(" | ".join(_text(v) for v in row)) + 1
         if used > budget_tokens and kept:
             return kept, True
         kept.append(row)

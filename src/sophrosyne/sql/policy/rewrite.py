@@ -10,6 +10,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne import engines
+from sophrosyne.base.text import shorten
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.schema.catalog import Catalog, Table
 from sophrosyne.sql import functions as sql_functions
@@ -17,7 +18,6 @@ from sophrosyne.sql.policy.fence import needs_fence
 from sophrosyne.sql.policy.headers import RENAMED, note_renamed
 from sophrosyne.sql.policy.inheritance import inherited
 from sophrosyne.sql.policy.row_filter import function_refusal, parse_row_filter
-from sophrosyne.tools.results import shorten
 
 if TYPE_CHECKING:
     from sophrosyne.sql.policy.roles import Role
