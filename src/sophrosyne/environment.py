@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from sophrosyne.audit import note_statement
 from sophrosyne.base.deadline import bounded_call
 from sophrosyne.base.text import one_line, shorten
-from sophrosyne.database import Database, QueryResult, open_database
-from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
+from sophrosyne.database import Database, open_database
+from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryTimeout
 from sophrosyne.schema.catalog import (
     Catalog,
     Column,
@@ -24,17 +23,15 @@ from sophrosyne.schema.catalog import (
     table_ref,
 )
 from sophrosyne.settings import Settings
-from sophrosyne.sql import guard
 from sophrosyne.sql.hints import plan_hints, query_hints
-from sophrosyne.sql.lookup import column_named, explain_error, table_named
-from sophrosyne.sql.policy import Policy, Role, load_policy, reads_fences, shown_columns
+from sophrosyne.sql.lookup import column_named, table_named
+from sophrosyne.sql.policy import Policy, Role, load_policy
 from sophrosyne.sql.policy.binding import Binding
-from sophrosyne.sql.shape import ShapeLimits
+from sophrosyne.sql.secure import Secured, SecurePath
 from sophrosyne.tools import describing, finding, listing
 from sophrosyne.tools.arguments import (
     MAX_FOUND_ROWS,
     MAX_HITS,
-    MAX_SQL_CHARS,
     MAX_VALUES,
     count,
     cut_for_directives,
@@ -62,6 +59,8 @@ if TYPE_CHECKING:
     from sophrosyne.directives.moderator import Moderator
 
 logger = logging.getLogger("sophrosyne.environment")
+# How long close waits for background work (which then stops at its next statement); threads are daemons.
+CLOSE_WAIT_S = 2.0
 
 
 class Environment:
@@ -92,6 +91,11 @@ class Environment:
         self._admitted: Catalog | None = None  # what restricted roles' rules apply to
         # Calls run in threads side by side: what is set up once per environment is set up under this lock.
         self._lock = threading.RLock()
+        self.secure = SecurePath(
+            database, self.role, self.settings, policed=lambda: self._policed_catalog, catalog=lambda: self.catalog
+        )
+        self._threads: list[threading.Thread] = []
+        self._closed = False
 
     @classmethod
     def open(
@@ -171,7 +175,7 @@ class Environment:
             self._seen, self._admitted, self._catalog, self._moderator = catalog, admitted, None, None
             if changed and self.settings.directives == "directives":
                 # The schema changed under a running server: its indexes are rebuilt now, not at the next question.
-                threading.Thread(target=self._warm_moderator, name="sophrosyne-rewarm", daemon=True).start()
+                self._in_background("sophrosyne-rewarm")
         return catalog
 
     @property
@@ -247,7 +251,7 @@ class Environment:
         if start < 0:
             raise InvalidArgument(f"`offset` must be 0 or more, not {start}.", hint="Leave it out to start at the top.")
         limit = self.settings.sample_rows
-        result = self._query(_select_all(t, self.dialect, limit), limit=limit)
+        result = self.secure.query(_select_all(t, self.dialect, limit), limit=limit)
         inferred = self._inferred_joins()
         own = [*t.foreign_keys, *inferred.get(t.name, [])]
         columns = describing.column_infos(
@@ -295,7 +299,7 @@ class Environment:
     def grounder(self) -> Grounder:
         if self._grounder is None:
             self._grounder = Grounder(
-                self._query, self.settings, self.db.engine, self.values, scope=(self.db.name, self.role.name)
+                self.secure.query, self.settings, self.db.engine, self.values, scope=(self.db.name, self.role.name)
             )
         return self._grounder
 
@@ -322,7 +326,7 @@ class Environment:
             term,
             tables,
             names_of,
-            lambda sql, most: self._query(sql, limit=most),
+            lambda sql, most: self.secure.query(sql, limit=most),
             self.db.engine,
             limit=limit,
             value_chars=self.settings.value_chars,
@@ -351,7 +355,7 @@ class Environment:
             rows=shown,
             row_count=len(shown),
             truncated=result.truncated or cut_by_budget,
-            sql_executed=self._shown_sql(executed, expression),
+            sql_executed=self.secure.shown_sql(executed, expression),
             elapsed_ms=round(result.elapsed_ms, 2),
             reminder=self._reminder(read),
             note=" ".join(x for x in (capped, result.cut) if x) or None,
@@ -380,13 +384,42 @@ class Environment:
         elif wait:
             self.moderator.warm(wait=True)
         else:
-            threading.Thread(target=self._warm_moderator, name="sophrosyne-warm", daemon=True).start()
+            self._in_background("sophrosyne-warm")
+
+    def _in_background(self, name: str) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            thread = threading.Thread(target=self._warm_moderator, name=name, daemon=True)
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
 
     def _warm_moderator(self) -> None:
         try:
             self.moderator.warm(wait=False)
         except Exception as exc:  # the first call that needs them reports the error itself
-            logger.warning("could not prepare the directive indexes in advance: %s", exc)
+            if not self._closed:
+                logger.warning("could not prepare the directive indexes in advance: %s", exc)
+
+    def close(self) -> None:
+        """Close the database (every role's view of it) and wait a moment for the indexes being built in the
+        background, which stop at their next statement; closing again does nothing."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            views = [self, *self._role_envs.values()]
+        self.db.close()
+        for env in views:
+            env._closed = True
+            for thread in env._threads:
+                thread.join(CLOSE_WAIT_S)
+
+    def __enter__(self) -> Environment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def set_oracle(self, gold_sql: str | None) -> None:
         """For experiments: the reference SQL that `oracle` directives are computed from."""
@@ -431,12 +464,12 @@ class Environment:
         if not literals or known is None:
             return set()
         query = distinct_query(known, column, len(literals), self.dialect, among=literals)
-        return {row[0] for row in self._query(query, limit=len(literals)).rows}
+        return {row[0] for row in self.secure.query(query, limit=len(literals)).rows}
 
     def _distinct_sample(self, table: str, column: str, limit: int) -> list[Any]:
         """Distinct values of a column for the value index, read through this role's secured path."""
         query = distinct_query(self.catalog.tables[table], column, limit, self.dialect)
-        return [row[0] for row in self._query(query, limit=limit).rows]
+        return [row[0] for row in self.secure.query(query, limit=limit).rows]
 
     @bounded_call
     def explain_sql(self, sql: str) -> QueryPlan:
@@ -448,7 +481,7 @@ class Environment:
         if not self.role.unrestricted:
             # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
             hidden = QueryPlan(
-                sql_executed=self._shown_sql(executed, expression),
+                sql_executed=self.secure.shown_sql(executed, expression),
                 plan=[],
                 hints=sorted(set(hints)),
                 note="the plan itself is not shown to a restricted role; the hints are.",
@@ -456,56 +489,14 @@ class Environment:
             return fit(hidden, self.settings.token_budget)
         return fit(QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints))), self.settings.token_budget)
 
-    # -- the one secured path -----------------------------------------------------------------------------
+    # -- the one secured path (sql/secure.py) --------------------------------------------------------------
 
-    def _secure(
-        self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False
-    ) -> tuple[QueryResult, str, exp.Expression]:
-        """Guard, then the role's rewrite, then a read-only session: the only way a tool reads data.
-
-        With `explain`, the engine plans the rewritten statement instead of running it.
-        """
-        if len(sql) > MAX_SQL_CHARS:
-            # Parsing is not linear in the text (a megabyte of quoted strings takes minutes), and cannot be
-            # stopped midway: a statement past this length is refused before it is read.
-            raise InvalidArgument(
-                f"the statement is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are read.",
-                hint="Write a shorter statement: filter with a subquery or a join rather than a long literal list.",
-            )
-        expression = guard.check_sql(sql, self.dialect, ShapeLimits.from_settings(self.settings))
-        # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
-        rewritten = (
-            expression if self.role.unrestricted else self.role.rewrite(expression, self._policed_catalog, self.dialect)
-        )
-        fenced = reads_fences(rewritten)
-        # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
-        executed = rewritten.sql(dialect=self.dialect, copy=rewritten is expression)
-        sent = f"{self.db.engine.explain} {executed}" if explain else executed
-        try:
-            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=fenced)
-        except QueryFailed as exc:
-            raise explain_error(exc, expression, self.catalog, self.db.name) from None
-        if explain:
-            note_statement(sql, sent, len(result.rows))
-            return result, executed, expression
-        if not self.role.unrestricted:
-            columns = shown_columns(rewritten, result.columns) if self.db.engine.names_columns_by_rendering else None
-            # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
-            kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
-            result = QueryResult(columns or result.columns, kept, result.truncated, result.elapsed_ms, result.cut)
-        note_statement(sql, executed, len(result.rows))
-        return result, executed, expression
+    def _secure(self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False) -> Secured:
+        return self.secure.run(sql, limit=limit, timeout_s=timeout_s, explain=explain)
 
     def _reminder(self, tables: list[str]) -> str | None:
         # Reminders follow directives, which only a moderator gives: without one there is nothing to remind.
         return self._moderator.reminder(tables) if self._moderator is not None else None
-
-    def _shown_sql(self, executed: str, expression: exp.Expression) -> str:
-        """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
-        return executed if self.role.unrestricted else expression.sql(dialect=self.dialect)
-
-    def _query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:
-        return self._secure(sql, limit=limit, timeout_s=timeout_s)[0]
 
     # -- lookups with helpful errors ------------------------------------------------------------------------
 

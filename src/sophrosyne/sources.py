@@ -172,7 +172,7 @@ class Sources:
                 )
         except BaseException:
             for env in environments.values():
-                env.db.close()
+                env.close()
             raise
         return cls(environments, {spec.name: spec.description for spec in specs})
 
@@ -223,4 +223,4 @@ class Sources:
 
     def close(self) -> None:
         for env in self.environments.values():
-            env.db.close()
+            env.close()
