@@ -15,7 +15,7 @@ import pytest
 
 from fixtures.engines import MARIADB, PG_DSN, unique_name
 from sophrosyne.environment import Environment
-from sophrosyne.tools.results import render
+from sophrosyne.tools.base import render
 from test_security_adversarial import ROLE
 
 TERMS = ["Operations", "Lovelace", "Ada", "sick", "D042", "Finance", "2025", "a", "zzz"]

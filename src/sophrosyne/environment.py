@@ -7,53 +7,34 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlglot import exp
-
 from sophrosyne.base.deadline import bounded_call
-from sophrosyne.base.text import one_line, shorten
 from sophrosyne.database import Database, open_database
-from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryTimeout
-from sophrosyne.schema.catalog import (
-    Catalog,
-    Column,
-    ForeignKey,
-    Table,
-    is_text_type,
-    load_bird_descriptions,
-    table_ref,
-)
+from sophrosyne.errors import ConfigError, NotReady
+from sophrosyne.schema.catalog import Catalog, ForeignKey, load_bird_descriptions
 from sophrosyne.settings import Settings
-from sophrosyne.sql.hints import plan_hints, query_hints
-from sophrosyne.sql.lookup import column_named, table_named
 from sophrosyne.sql.policy import Policy, Role, load_policy
 from sophrosyne.sql.policy.binding import Binding
+from sophrosyne.sql.queries import distinct_query
 from sophrosyne.sql.secure import Secured, SecurePath
-from sophrosyne.tools import describing, finding, listing
-from sophrosyne.tools.arguments import (
-    MAX_FOUND_ROWS,
-    MAX_HITS,
-    MAX_VALUES,
-    count,
-    cut_for_directives,
-    not_too_long,
+from sophrosyne.tools import (
+    describe_table,
+    execute_sql,
+    explain_sql,
+    find_rows,
+    get_distinct_values,
+    list_sources,
+    list_tables,
+    search_schema,
 )
-from sophrosyne.tools.budget import fit
-from sophrosyne.tools.grounding import Grounder, ValueCache, distinct_query
-from sophrosyne.tools.results import (
-    DistinctValues,
-    FoundRows,
-    QueryOutput,
-    QueryPlan,
-    SchemaHits,
-    SourceInfo,
-    TableDescription,
-    TableGroupInfo,
-    TableList,
-    TableSummary,
-    cell,
-    cut_note,
-    fit_rows,
-)
+from sophrosyne.tools.describe_table import TableDescription
+from sophrosyne.tools.execute_sql import QueryOutput
+from sophrosyne.tools.explain_sql import QueryPlan
+from sophrosyne.tools.find_rows import FoundRows
+from sophrosyne.tools.get_distinct_values import DistinctValues, Grounder
+from sophrosyne.tools.list_sources import SourceInfo
+from sophrosyne.tools.list_tables import TableList
+from sophrosyne.tools.search_schema import SchemaHits
+from sophrosyne.tools.value_cache import ValueCache
 
 if TYPE_CHECKING:
     from sophrosyne.directives.moderator import Moderator
@@ -193,18 +174,11 @@ class Environment:
         full = self.full_catalog
         return full if self.role.unrestricted or self._admitted is None else self._admitted
 
-    # -- tools -------------------------------------------------------------------------------------------
+    # -- tools (one module each in tools/) ----------------------------------------------------------------
 
     @bounded_call
     def list_sources(self) -> list[SourceInfo]:
-        return [
-            SourceInfo(
-                name=self.db.name,
-                dialect=self.dialect,
-                tables=len(self.catalog.tables),
-                url=self.db.display_url,
-            )
-        ]
+        return list_sources.list_sources(self.db.name, self.dialect, len(self.catalog.tables), self.db.display_url)
 
     @bounded_call
     def list_tables(
@@ -218,65 +192,33 @@ class Environment:
 
         On a large schema the listing is paged to fit the token budget (`offset` for the next page, `pattern`
         to filter names: a glob such as `sales_*` or a part of a name); with a question, directives too."""
-        catalog = self.catalog
-        budget = self.settings.token_budget
-        base = TableList(source=shorten(self.db.name, 80), tables=[])
-        question, knowledge, cut_inputs = cut_for_directives(
-            question, knowledge, self.settings.question_chars, self.settings.knowledge_chars
+        return list_tables.list_tables(
+            self.catalog,
+            source=self.db.name,
+            settings=self.settings,
+            directives=lambda q, k: self.moderator.directives(q, k),
+            inferred=self._inferred_joins,
+            question=question,
+            knowledge=knowledge,
+            pattern=pattern,
+            offset=offset,
         )
-        try:
-            base.directives, base.directive_note = self.moderator.directives(question, knowledge)
-        except (NotReady, QueryTimeout, CacheUnavailable) as exc:  # the tables are listed all the same
-            base.directive_note = f"No directives this time: {exc.message} {exc.hint or ''}".strip()
-        base.directive_note = " ".join(x for x in (cut_inputs, base.directive_note) if x) or None
-        if base.directives:
-            # Directives take at most part of the budget, so that the tables are listed too.
-            listing.cut_directives(base, budget * 2 // 5)
-
-        def build(tables: list[TableSummary], groups: list[TableGroupInfo]) -> TableList:
-            return base.model_copy(update={"tables": tables, "groups": groups})
-
-        page = listing.page(
-            catalog, build, pattern=pattern, offset=offset or 0, budget=budget, inferred=self._inferred_joins()
-        )
-        return fit(page, budget)
 
     @bounded_call
     def describe_table(self, table: str, offset: int | None = None) -> TableDescription:
         """Columns with type, keys, description, null share and real sample values; foreign keys both ways.
 
         A table too wide for the token budget is shown in pages of columns (`offset` for the next page)."""
-        t = self._table(table)
-        start = offset or 0
-        if start < 0:
-            raise InvalidArgument(f"`offset` must be 0 or more, not {start}.", hint="Leave it out to start at the top.")
-        limit = self.settings.sample_rows
-        result = self.secure.query(_select_all(t, self.dialect, limit), limit=limit)
-        inferred = self._inferred_joins()
-        own = [*t.foreign_keys, *inferred.get(t.name, [])]
-        columns = describing.column_infos(
-            t, start, result.columns, result.rows, self.settings.sample_values, self.settings.value_chars, own
+        return describe_table.describe_table(
+            self.catalog,
+            table,
+            source=self.db.name,
+            secure=self.secure,
+            settings=self.settings,
+            inferred=self._inferred_joins,
+            reminder=lambda tables: self.moderator.reminder(tables),
+            offset=offset,
         )
-        described = TableDescription(
-            table=t.name,
-            kind=t.kind,
-            description=one_line(t.description),
-            row_estimate=t.row_estimate,
-            rows_at_least=t.rows_at_least,
-            columns=columns,
-            references=[listing.join_key(fk) for fk in own],
-            referenced_by=[
-                f"{name}.{', '.join(fk.columns)} -> {', '.join(fk.ref_columns)}"
-                + (f" (inferred, {fk.confidence:.2f})" if fk.inferred else "")
-                for name, fk in [
-                    *self.catalog.references_to(t.name),
-                    *((n, fk) for n, fks in inferred.items() for fk in fks if fk.ref_table == t.name),
-                ]
-            ],
-            sampled_rows=len(result.rows),
-            reminder=self.moderator.reminder([t.name]),
-        )
-        return describing.paged(described, start, len(t.columns), self.settings.token_budget)
 
     @bounded_call
     def get_distinct_values(
@@ -284,23 +226,21 @@ class Environment:
     ) -> DistinctValues:
         """Distinct values with counts; with `search`, an exact match (case and spaces aside) alone, else values
         holding it, then fuzzy neighbours, each with its match kind."""
-        t = self._table(table)
-        c = self._column(t, column)
-        if search is not None:
-            not_too_long(search, "search")
-        most, capped = count(limit, "limit", self.settings.distinct_limit, MAX_VALUES)
-        # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
-        result = self.grounder.distinct_values(t, c, t.row_estimate, search, most, more=limit is not None)
-        if capped:
-            result.note = " ".join(x for x in (capped, result.note) if x)
-        return fit(result, self.settings.token_budget)
+        return get_distinct_values.get_distinct_values(
+            self.catalog,
+            table,
+            column,
+            source=self.db.name,
+            grounder=self.grounder,
+            settings=self.settings,
+            search=search,
+            limit=limit,
+        )
 
     @property
     def grounder(self) -> Grounder:
         if self._grounder is None:
-            self._grounder = Grounder(
-                self.secure.query, self.settings, self.db.engine, self.values, scope=(self.db.name, self.role.name)
-            )
+            self._grounder = Grounder(self.secure, self.settings, self.values, scope=(self.db.name, self.role.name))
         return self._grounder
 
     @bounded_call
@@ -308,70 +248,47 @@ class Environment:
         self, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None
     ) -> FoundRows:
         """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
-        if not term.strip():
-            raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
-        not_too_long(term, "term")
-        limit, capped = count(limit, "limit", self.settings.find_rows_limit, MAX_FOUND_ROWS)
-        tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
-        wanted = {x.lower() for x in columns or []}
-
-        def names_of(t: Table) -> list[str]:
-            if columns and table:
-                return [self._column(t, c).name for c in columns]
-            if columns:
-                return [c.name for c in t.columns if c.name.lower() in wanted]
-            return [c.name for c in t.columns if is_text_type(c.type)]
-
-        found = finding.find_rows(
+        return find_rows.find_rows(
+            self.catalog,
             term,
-            tables,
-            names_of,
-            lambda sql, most: self.secure.query(sql, limit=most),
-            self.db.engine,
+            source=self.db.name,
+            secure=self.secure,
+            settings=self.settings,
+            table=table,
+            columns=columns,
             limit=limit,
-            value_chars=self.settings.value_chars,
-            timeout_s=self.settings.timeout_s,
-            note=capped,
         )
-        return fit(found, self.settings.token_budget)
 
     @bounded_call
     def execute_sql(self, sql: str, limit: int | None = None) -> QueryOutput:
         """Run one read-only statement; rows capped, with the SQL as executed."""
-        cap, capped = count(limit, "limit", self.settings.row_cap, self.settings.row_cap, "row_cap")
-        result, executed, expression = self._secure(sql, limit=cap)
-        read = [ref.name for ref in expression.find_all(exp.Table)]
-        rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
-        shown, cut_by_budget = fit_rows(result.columns, rows, self.settings.token_budget)
-        cut = (
-            cut_note(len(shown), None if result.truncated else len(rows), "rows", "token budget")
-            if cut_by_budget
-            else None
+        return execute_sql.execute_sql(
+            sql,
+            secure=self.secure,
+            settings=self.settings,
+            catalog=lambda: self.catalog,
+            index_leads=self.db.index_leads,
+            reminder=self._reminder,
+            limit=limit,
         )
-        slow = result.elapsed_ms >= self.settings.slow_query_s * 1000
-        output = QueryOutput(
-            hints=query_hints(expression, self.catalog, self.db.index_leads()) if slow else [],
-            columns=result.columns,
-            rows=shown,
-            row_count=len(shown),
-            truncated=result.truncated or cut_by_budget,
-            sql_executed=self.secure.shown_sql(executed, expression),
-            elapsed_ms=round(result.elapsed_ms, 2),
-            reminder=self._reminder(read),
-            note=" ".join(x for x in (capped, result.cut) if x) or None,
-            cut=cut,
+
+    @bounded_call
+    def explain_sql(self, sql: str) -> QueryPlan:
+        """The engine's plan for a read-only statement, with hints about full scans of large tables."""
+        return explain_sql.explain_sql(
+            sql,
+            secure=self.secure,
+            settings=self.settings,
+            catalog=lambda: self.catalog,
+            index_leads=self.db.index_leads,
         )
-        return fit(output, self.settings.token_budget)
 
     @bounded_call
     def search_schema(self, query: str, k: int | None = 10) -> SchemaHits:
         """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
-        if not query.strip():
-            raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
-        k, capped = count(k, "k", 10, MAX_HITS)
-        text = shorten(query, self.settings.question_chars, at_word=True)
-        hits = SchemaHits(query=query, hits=self.moderator.search(text, k), note=capped)
-        return fit(hits, self.settings.token_budget)
+        return search_schema.search_schema(
+            query, search=lambda text, most: self.moderator.search(text, most), settings=self.settings, k=k
+        )
 
     def warm(self, wait: bool = False) -> None:
         """Read the schema and build (or load) the directive indexes now, in the background; with `wait`,
@@ -471,24 +388,6 @@ class Environment:
         query = distinct_query(self.catalog.tables[table], column, limit, self.dialect)
         return [row[0] for row in self.secure.query(query, limit=limit).rows]
 
-    @bounded_call
-    def explain_sql(self, sql: str) -> QueryPlan:
-        """The engine's plan for a read-only statement, with hints about full scans of large tables."""
-        result, executed, expression = self._secure(sql, limit=500, explain=True)
-        plan, scanned = self.db.engine.read_plan(result.columns, result.rows)
-        # Sizes as this role sees them: a filtered table's full size is not its to know.
-        hints = plan_hints(expression, self.catalog, self.db.index_leads(), scanned)
-        if not self.role.unrestricted:
-            # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
-            hidden = QueryPlan(
-                sql_executed=self.secure.shown_sql(executed, expression),
-                plan=[],
-                hints=sorted(set(hints)),
-                note="the plan itself is not shown to a restricted role; the hints are.",
-            )
-            return fit(hidden, self.settings.token_budget)
-        return fit(QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints))), self.settings.token_budget)
-
     # -- the one secured path (sql/secure.py) --------------------------------------------------------------
 
     def _secure(self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False) -> Secured:
@@ -497,15 +396,3 @@ class Environment:
     def _reminder(self, tables: list[str]) -> str | None:
         # Reminders follow directives, which only a moderator gives: without one there is nothing to remind.
         return self._moderator.reminder(tables) if self._moderator is not None else None
-
-    # -- lookups with helpful errors ------------------------------------------------------------------------
-
-    def _table(self, name: str) -> Table:
-        return table_named(self.catalog, name, self.db.name)
-
-    def _column(self, table: Table, name: str) -> Column:
-        return column_named(table, name)
-
-
-def _select_all(table: Table, dialect: str, limit: int) -> str:
-    return exp.select("*").from_(table_ref(table)).limit(limit).sql(dialect=dialect)

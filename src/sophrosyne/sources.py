@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.errors import ConfigError, UnknownSource
 from sophrosyne.settings import Settings
-from sophrosyne.tools.results import SourceInfo, SourceList
+from sophrosyne.tools.list_sources import SourceInfo, SourceList
 
 if TYPE_CHECKING:
     from sophrosyne.environment import Environment

@@ -16,7 +16,7 @@ from sophrosyne.errors import ProgramFailed, QueryFailed, SandboxUnavailable
 from sophrosyne.llm import Conversation, ModelClient, ToolCall, ToolSpec, parse_json
 from sophrosyne.sandbox.executor import ProgramResult, PythonExecutor
 from sophrosyne.settings import Settings
-from sophrosyne.tools.results import render_error
+from sophrosyne.tools.base import render_error
 
 # The longest program error the model is shown for a repair (its traceback, in a data block: it may quote data).
 PROGRAM_ERROR_CHARS = 4000

@@ -27,7 +27,9 @@ from sophrosyne.index.values import values_path
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.schema.joins import Probe
 from sophrosyne.settings import Settings
-from sophrosyne.tools.results import Directive, SchemaHit, SourceRelevance
+from sophrosyne.tools.list_sources import SourceRelevance
+from sophrosyne.tools.list_tables import Directive
+from sophrosyne.tools.search_schema import SchemaHit
 
 Fetch = Callable[[str, str, int], list[Any]]
 # Time kept back from a call's deadline for what follows the directives: listing and rendering the tables.

@@ -28,14 +28,9 @@ from sophrosyne.serve.lean import LeanServer
 from sophrosyne.serve.lifecycle import Calls
 from sophrosyne.sources import Sources
 from sophrosyne.tools.arguments import argument_error
-from sophrosyne.tools.results import (
-    QueryOutput,
-    TableList,
-    fit_rows,
-    render,
-    render_error,
-    render_table,
-)
+from sophrosyne.tools.base import fit_rows, render, render_error, render_table
+from sophrosyne.tools.execute_sql import QueryOutput
+from sophrosyne.tools.list_tables import TableList
 
 logger = logging.getLogger("sophrosyne.mcp")
 

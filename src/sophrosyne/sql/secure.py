@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from sophrosyne.audit import note_statement
 from sophrosyne.database import Database, QueryResult
+from sophrosyne.engines import Engine
 from sophrosyne.errors import InvalidArgument, QueryFailed
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.settings import Settings
@@ -54,6 +55,10 @@ class SecurePath:
     @property
     def dialect(self) -> str:
         return self.db.dialect
+
+    @property
+    def engine(self) -> Engine:
+        return self.db.engine
 
     def run(self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False) -> Secured:
         """Guard, then the role's rewrite, then a read-only session.
