@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sophrosyne.base.deadline import bounded_call
 from sophrosyne.database import Database, open_database
@@ -14,7 +14,6 @@ from sophrosyne.schema.catalog import Catalog, ForeignKey, load_bird_description
 from sophrosyne.settings import Settings
 from sophrosyne.sql.policy import Policy, Role, load_policy
 from sophrosyne.sql.policy.binding import Binding
-from sophrosyne.sql.queries import distinct_query
 from sophrosyne.sql.secure import Secured, SecurePath
 from sophrosyne.tools import (
     describe_table,
@@ -139,6 +138,11 @@ class Environment:
             return env
 
     @property
+    def name(self) -> str:
+        """The source's name: the file's stem, the URL's database, or the name it was opened with."""
+        return self.db.name
+
+    @property
     def dialect(self) -> str:
         return self.db.dialect
 
@@ -178,7 +182,7 @@ class Environment:
 
     @bounded_call
     def list_sources(self) -> list[SourceInfo]:
-        return list_sources.list_sources(self.db.name, self.dialect, len(self.catalog.tables), self.db.display_url)
+        return list_sources.list_sources(self.name, self.dialect, len(self.catalog.tables), self.db.display_url)
 
     @bounded_call
     def list_tables(
@@ -194,7 +198,7 @@ class Environment:
         to filter names: a glob such as `sales_*` or a part of a name); with a question, directives too."""
         return list_tables.list_tables(
             self.catalog,
-            source=self.db.name,
+            source=self.name,
             settings=self.settings,
             directives=lambda q, k: self.moderator.directives(q, k),
             inferred=self._inferred_joins,
@@ -212,7 +216,7 @@ class Environment:
         return describe_table.describe_table(
             self.catalog,
             table,
-            source=self.db.name,
+            source=self.name,
             secure=self.secure,
             settings=self.settings,
             inferred=self._inferred_joins,
@@ -230,7 +234,7 @@ class Environment:
             self.catalog,
             table,
             column,
-            source=self.db.name,
+            source=self.name,
             grounder=self.grounder,
             settings=self.settings,
             search=search,
@@ -240,7 +244,7 @@ class Environment:
     @property
     def grounder(self) -> Grounder:
         if self._grounder is None:
-            self._grounder = Grounder(self.secure, self.settings, self.values, scope=(self.db.name, self.role.name))
+            self._grounder = Grounder(self.secure, self.settings, self.values, scope=(self.name, self.role.name))
         return self._grounder
 
     @bounded_call
@@ -251,7 +255,7 @@ class Environment:
         return find_rows.find_rows(
             self.catalog,
             term,
-            source=self.db.name,
+            source=self.name,
             secure=self.secure,
             settings=self.settings,
             table=table,
@@ -353,10 +357,10 @@ class Environment:
                 self._moderator = Moderator(
                     catalog,
                     self.settings,
-                    self._distinct_sample,
+                    self.secure.distinct_values,
                     self.dialect,
                     shared=self.role.unrestricted,
-                    probe=self._value_probe,
+                    probe=self.secure.held_values,
                 )
             return self._moderator
 
@@ -373,20 +377,6 @@ class Environment:
         for join in prepared.joins.joins:
             by_table.setdefault(join.table, []).append(join.as_foreign_key())
         return by_table
-
-    def _value_probe(self, table: str, column: str, values: list[Any]) -> set[Any]:
-        """Which of `values` a column holds, read through this role's secured path (join confirmation)."""
-        literals = [v for v in values if isinstance(v, str | int | float) and not isinstance(v, bool)][:100]
-        known = self.catalog.table(table)
-        if not literals or known is None:
-            return set()
-        query = distinct_query(known, column, len(literals), self.dialect, among=literals)
-        return {row[0] for row in self.secure.query(query, limit=len(literals)).rows}
-
-    def _distinct_sample(self, table: str, column: str, limit: int) -> list[Any]:
-        """Distinct values of a column for the value index, read through this role's secured path."""
-        query = distinct_query(self.catalog.tables[table], column, limit, self.dialect)
-        return [row[0] for row in self.secure.query(query, limit=limit).rows]
 
     # -- the one secured path (sql/secure.py) --------------------------------------------------------------
 

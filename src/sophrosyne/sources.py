@@ -147,7 +147,7 @@ class Sources:
 
     @classmethod
     def single(cls, env: Environment) -> Sources:
-        return cls({env.db.name: env})
+        return cls({env.name: env})
 
     @classmethod
     def open(cls, specs: list[SourceSpec], settings: Settings | None = None, *, probe: bool = True) -> Sources:

@@ -148,8 +148,8 @@ def measure_tokens(suite: Suite, *, tick: Tick | None = None, scratch: Path | No
                         tick("tokens", done, total)
                 results.append(entry)
             finally:
-                coarse_env.db.close()
-                fine_env.db.close()
+                coarse_env.close()
+                fine_env.close()
     return results
 
 

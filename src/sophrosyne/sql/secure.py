@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlglot import exp
 
@@ -16,6 +16,7 @@ from sophrosyne.settings import Settings
 from sophrosyne.sql import guard
 from sophrosyne.sql.lookup import explain_error
 from sophrosyne.sql.policy import Role, reads_fences, shown_columns
+from sophrosyne.sql.queries import distinct_query
 from sophrosyne.sql.shape import ShapeLimits
 
 # Parsing is not linear in the text (a megabyte of quoted strings takes minutes), and cannot be stopped
@@ -96,6 +97,20 @@ class SecurePath:
     def query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:
         """The rows of a statement read through the path (the SQL the tools build themselves)."""
         return self.run(sql, limit=limit, timeout_s=timeout_s).result
+
+    def distinct_values(self, table: str, column: str, limit: int) -> list[Any]:
+        """Distinct values of a column for the value index, as the role sees them."""
+        query = distinct_query(self._catalog().tables[table], column, limit, self.dialect)
+        return [row[0] for row in self.query(query, limit=limit).rows]
+
+    def held_values(self, table: str, column: str, values: list[Any]) -> set[Any]:
+        """Which of `values` a column holds, as the role sees it (join confirmation)."""
+        literals = [v for v in values if isinstance(v, str | int | float) and not isinstance(v, bool)][:100]
+        known = self._catalog().table(table)
+        if not literals or known is None:
+            return set()
+        query = distinct_query(known, column, len(literals), self.dialect, among=literals)
+        return {row[0] for row in self.query(query, limit=len(literals)).rows}
 
     def shown_sql(self, executed: str, expression: exp.Expression) -> str:
         """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
