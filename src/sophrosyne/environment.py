@@ -15,24 +15,14 @@ from sophrosyne.settings import Settings
 from sophrosyne.sql.policy import Policy, Role, load_policy
 from sophrosyne.sql.policy.binding import Binding
 from sophrosyne.sql.secure import Secured, SecurePath
-from sophrosyne.tools import (
-    describe_table,
-    execute_sql,
-    explain_sql,
-    find_rows,
-    get_distinct_values,
-    list_sources,
-    list_tables,
-    search_schema,
-)
-from sophrosyne.tools.describe_table import TableDescription
-from sophrosyne.tools.execute_sql import QueryOutput
-from sophrosyne.tools.explain_sql import QueryPlan
-from sophrosyne.tools.find_rows import FoundRows
-from sophrosyne.tools.get_distinct_values import DistinctValues, Grounder
-from sophrosyne.tools.list_sources import SourceInfo
-from sophrosyne.tools.list_tables import TableList
-from sophrosyne.tools.search_schema import SchemaHits
+from sophrosyne.tools.describe_table import describe_table
+from sophrosyne.tools.execute_sql import execute_sql
+from sophrosyne.tools.explain_sql import explain_sql
+from sophrosyne.tools.find_rows import find_rows
+from sophrosyne.tools.get_distinct_values import Grounder, get_distinct_values
+from sophrosyne.tools.list_sources import list_sources
+from sophrosyne.tools.list_tables import list_tables
+from sophrosyne.tools.search_schema import search_schema
 from sophrosyne.tools.value_cache import ValueCache
 
 if TYPE_CHECKING:
@@ -143,6 +133,11 @@ class Environment:
         return self.db.name
 
     @property
+    def url(self) -> str:
+        """The database's URL as shown to people: without its password."""
+        return self.db.display_url
+
+    @property
     def dialect(self) -> str:
         return self.db.dialect
 
@@ -178,68 +173,16 @@ class Environment:
         full = self.full_catalog
         return full if self.role.unrestricted or self._admitted is None else self._admitted
 
-    # -- tools (one module each in tools/) ----------------------------------------------------------------
+    # -- the tools: each is its module's function (tools/), called with this environment as `env` ---------
 
-    @bounded_call
-    def list_sources(self) -> list[SourceInfo]:
-        return list_sources.list_sources(self.name, self.dialect, len(self.catalog.tables), self.db.display_url)
-
-    @bounded_call
-    def list_tables(
-        self,
-        question: str | None = None,
-        knowledge: str | None = None,
-        pattern: str | None = None,
-        offset: int | None = None,
-    ) -> TableList:
-        """Tables with a one-line description, row estimate and join keys; same-shape groups shown once.
-
-        On a large schema the listing is paged to fit the token budget (`offset` for the next page, `pattern`
-        to filter names: a glob such as `sales_*` or a part of a name); with a question, directives too."""
-        return list_tables.list_tables(
-            self.catalog,
-            source=self.name,
-            settings=self.settings,
-            directives=lambda q, k: self.moderator.directives(q, k),
-            inferred=self._inferred_joins,
-            question=question,
-            knowledge=knowledge,
-            pattern=pattern,
-            offset=offset,
-        )
-
-    @bounded_call
-    def describe_table(self, table: str, offset: int | None = None) -> TableDescription:
-        """Columns with type, keys, description, null share and real sample values; foreign keys both ways.
-
-        A table too wide for the token budget is shown in pages of columns (`offset` for the next page)."""
-        return describe_table.describe_table(
-            self.catalog,
-            table,
-            source=self.name,
-            secure=self.secure,
-            settings=self.settings,
-            inferred=self._inferred_joins,
-            reminder=lambda tables: self.moderator.reminder(tables),
-            offset=offset,
-        )
-
-    @bounded_call
-    def get_distinct_values(
-        self, table: str, column: str, search: str | None = None, limit: int | None = None
-    ) -> DistinctValues:
-        """Distinct values with counts; with `search`, an exact match (case and spaces aside) alone, else values
-        holding it, then fuzzy neighbours, each with its match kind."""
-        return get_distinct_values.get_distinct_values(
-            self.catalog,
-            table,
-            column,
-            source=self.name,
-            grounder=self.grounder,
-            settings=self.settings,
-            search=search,
-            limit=limit,
-        )
+    list_sources = bounded_call(list_sources)
+    list_tables = bounded_call(list_tables)
+    describe_table = bounded_call(describe_table)
+    get_distinct_values = bounded_call(get_distinct_values)
+    find_rows = bounded_call(find_rows)
+    execute_sql = bounded_call(execute_sql)
+    explain_sql = bounded_call(explain_sql)
+    search_schema = bounded_call(search_schema)
 
     @property
     def grounder(self) -> Grounder:
@@ -247,52 +190,8 @@ class Environment:
             self._grounder = Grounder(self.secure, self.settings, self.values, scope=(self.name, self.role.name))
         return self._grounder
 
-    @bounded_call
-    def find_rows(
-        self, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None
-    ) -> FoundRows:
-        """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
-        return find_rows.find_rows(
-            self.catalog,
-            term,
-            source=self.name,
-            secure=self.secure,
-            settings=self.settings,
-            table=table,
-            columns=columns,
-            limit=limit,
-        )
-
-    @bounded_call
-    def execute_sql(self, sql: str, limit: int | None = None) -> QueryOutput:
-        """Run one read-only statement; rows capped, with the SQL as executed."""
-        return execute_sql.execute_sql(
-            sql,
-            secure=self.secure,
-            settings=self.settings,
-            catalog=lambda: self.catalog,
-            index_leads=self.db.index_leads,
-            reminder=self._reminder,
-            limit=limit,
-        )
-
-    @bounded_call
-    def explain_sql(self, sql: str) -> QueryPlan:
-        """The engine's plan for a read-only statement, with hints about full scans of large tables."""
-        return explain_sql.explain_sql(
-            sql,
-            secure=self.secure,
-            settings=self.settings,
-            catalog=lambda: self.catalog,
-            index_leads=self.db.index_leads,
-        )
-
-    @bounded_call
-    def search_schema(self, query: str, k: int | None = 10) -> SchemaHits:
-        """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
-        return search_schema.search_schema(
-            query, search=lambda text, most: self.moderator.search(text, most), settings=self.settings, k=k
-        )
+    def index_leads(self) -> dict[str, set[str]] | None:
+        return self.db.index_leads()
 
     def warm(self, wait: bool = False) -> None:
         """Read the schema and build (or load) the directive indexes now, in the background; with `wait`,
@@ -366,7 +265,7 @@ class Environment:
 
     # -- join inference (sophrosyne.schema.joins) -------------------------------------------------------------------
 
-    def _inferred_joins(self) -> dict[str, list[ForeignKey]]:
+    def inferred_joins(self) -> dict[str, list[ForeignKey]]:
         """Joins the schema does not declare, inferred for this role (names, confirmed by values within
         `join_inference_s`), by table; shown marked as inferred. Declared keys win: none is repeated here."""
         by_table: dict[str, list[ForeignKey]] = {}
@@ -384,6 +283,6 @@ class Environment:
         # The tools call self.secure; this name stays for the tests that probe the path as they always did.
         return self.secure.run(sql, limit=limit, timeout_s=timeout_s, explain=explain)
 
-    def _reminder(self, tables: list[str]) -> str | None:
-        # Reminders follow directives, which only a moderator gives: without one there is nothing to remind.
+    def reminder(self, tables: list[str]) -> str | None:
+        """What directives remind of these tables; without a moderator set up there is nothing to remind."""
         return self._moderator.reminder(tables) if self._moderator is not None else None

@@ -1,4 +1,5 @@
-"""What every tool result shares: the typed base with its three hooks, cells, and the data-block rendering."""
+"""What every tool shares: what it reads of its Environment, the result type with its three hooks, cells, and the
+data-block rendering."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pydantic import BaseModel, ConfigDict
 
 from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
 from sophrosyne.base.text import estimate_tokens, shorten
+from sophrosyne.schema.catalog import Catalog, ForeignKey
+from sophrosyne.settings import Settings
+from sophrosyne.sql.secure import SecurePath
 
 if TYPE_CHECKING:
     from sophrosyne.errors import SophrosyneError
@@ -29,6 +33,32 @@ class Screen(Protocol):
     def escape(self, text: str) -> str: ...
 
     def text(self, value: Any) -> str: ...
+
+
+class Context(Protocol):
+    """What a tool reads of the Environment it runs in (environment.py): one role's view of one database.
+    A tool's module names what else it needs (a moderator's answers, a grounder)."""
+
+    settings: Settings
+    secure: SecurePath
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def dialect(self) -> str: ...
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    def inferred_joins(self) -> dict[str, list[ForeignKey]]: ...
+
+    def index_leads(self) -> dict[str, set[str]] | None: ...
+
+    def reminder(self, tables: list[str]) -> str | None: ...
 
 
 class Result(BaseModel):

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from pydantic import Field
 
 from sophrosyne.base.data_blocks import close_data, open_data
 from sophrosyne.base.text import one_line, shorten
 from sophrosyne.errors import InvalidArgument
-from sophrosyne.schema.catalog import Catalog, ForeignKey, Table
-from sophrosyne.settings import Settings
+from sophrosyne.schema.catalog import ForeignKey, Table
 from sophrosyne.sql.lookup import table_named
 from sophrosyne.sql.queries import select_all
-from sophrosyne.sql.secure import SecurePath
-from sophrosyne.tools.base import Result, Screen, cell, join_notes, rows_text
+from sophrosyne.tools.base import Context, Result, Screen, cell, join_notes, rows_text
 from sophrosyne.tools.budget import cut_lists, fit, fits
 from sophrosyne.tools.list_tables import join_key
 
@@ -101,28 +99,27 @@ class TableDescription(Result):
         )
 
 
-def describe_table(
-    catalog: Catalog,
-    table: str,
-    *,
-    source: str,
-    secure: SecurePath,
-    settings: Settings,
-    inferred: Callable[[], dict[str, list[ForeignKey]]],
-    reminder: Callable[[list[str]], str | None],
-    offset: int | None = None,
-) -> TableDescription:
+class Guide(Protocol):
+    def reminder(self, tables: Iterable[str]) -> str | None: ...
+
+
+class Describer(Context, Protocol):
+    @property
+    def moderator(self) -> Guide: ...
+
+
+def describe_table(env: Describer, table: str, offset: int | None = None) -> TableDescription:
     """Columns with type, keys, description, null share and real sample values; foreign keys both ways.
 
-    A table too wide for the token budget is shown in pages of columns (`offset` for the next page);
-    `inferred` gives the joins inferred so far, `reminder` what directives remind of a table."""
-    t = table_named(catalog, table, source)
+    A table too wide for the token budget is shown in pages of columns (`offset` for the next page)."""
+    t = table_named(env.catalog, table, env.name)
     start = offset or 0
     if start < 0:
         raise InvalidArgument(f"`offset` must be 0 or more, not {start}.", hint="Leave it out to start at the top.")
+    settings = env.settings
     limit = settings.sample_rows
-    result = secure.query(select_all(t, secure.dialect, limit), limit=limit)
-    joins = inferred()
+    result = env.secure.query(select_all(t, env.dialect, limit), limit=limit)
+    joins = env.inferred_joins()
     own = [*t.foreign_keys, *joins.get(t.name, [])]
     columns = column_infos(t, start, result.columns, result.rows, settings.sample_values, settings.value_chars, own)
     described = TableDescription(
@@ -137,12 +134,12 @@ def describe_table(
             f"{name}.{', '.join(fk.columns)} -> {', '.join(fk.ref_columns)}"
             + (f" (inferred, {fk.confidence:.2f})" if fk.inferred else "")
             for name, fk in [
-                *catalog.references_to(t.name),
+                *env.catalog.references_to(t.name),
                 *((n, fk) for n, fks in joins.items() for fk in fks if fk.ref_table == t.name),
             ]
         ],
         sampled_rows=len(result.rows),
-        reminder=reminder([t.name]),
+        reminder=env.moderator.reminder([t.name]),
     )
     return paged(described, start, len(t.columns), settings.token_budget)
 

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
 from sqlglot import exp
 
-from sophrosyne.schema.catalog import Catalog
-from sophrosyne.settings import Settings
 from sophrosyne.sql.hints import query_hints
-from sophrosyne.sql.secure import SecurePath
 from sophrosyne.tools.arguments import count
-from sophrosyne.tools.base import Result, Screen, cell, cut_note, fit_rows, join_notes, table_lines
+from sophrosyne.tools.base import Context, Result, Screen, cell, cut_note, fit_rows, join_notes, table_lines
 from sophrosyne.tools.budget import cut_lists, fit, fits
-
-Leads = Callable[[], "dict[str, set[str]] | None"]
 
 
 class QueryOutput(Result):
@@ -86,18 +80,9 @@ class QueryOutput(Result):
         screen.notes(f"{self.row_count} rows{more} in {self.elapsed_ms:.0f} ms", self.reminder, self.cut)
 
 
-def execute_sql(
-    sql: str,
-    *,
-    secure: SecurePath,
-    settings: Settings,
-    catalog: Callable[[], Catalog],
-    index_leads: Leads,
-    reminder: Callable[[list[str]], str | None],
-    limit: int | None = None,
-) -> QueryOutput:
-    """Run one read-only statement; rows capped, with the SQL as executed. `catalog` and `index_leads` are
-    read only for a slow statement's hints: an unrestricted role's statement needs no catalog."""
+def execute_sql(env: Context, sql: str, limit: int | None = None) -> QueryOutput:
+    """Run one read-only statement; rows capped, with the SQL as executed."""
+    settings, secure = env.settings, env.secure
     cap, capped = count(limit, "limit", settings.row_cap, settings.row_cap, "row_cap")
     result, executed, expression = secure.run(sql, limit=cap)
     read = [ref.name for ref in expression.find_all(exp.Table)]
@@ -108,14 +93,15 @@ def execute_sql(
     )
     slow = result.elapsed_ms >= settings.slow_query_s * 1000
     output = QueryOutput(
-        hints=query_hints(expression, catalog(), index_leads()) if slow else [],
+        # Only a slow statement reads the catalog: an unrestricted role's statement needs none.
+        hints=query_hints(expression, env.catalog, env.index_leads()) if slow else [],
         columns=result.columns,
         rows=shown,
         row_count=len(shown),
         truncated=result.truncated or cut_by_budget,
         sql_executed=secure.shown_sql(executed, expression),
         elapsed_ms=round(result.elapsed_ms, 2),
-        reminder=reminder(read),
+        reminder=env.reminder(read),
         note=" ".join(x for x in (capped, result.cut) if x) or None,
         cut=cut,
     )

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pydantic import Field
 
 from sophrosyne.base.data_blocks import close_data, open_data
-from sophrosyne.schema.catalog import Catalog
-from sophrosyne.settings import Settings
 from sophrosyne.sql.hints import plan_hints
-from sophrosyne.sql.secure import SecurePath
-from sophrosyne.tools.base import Result
+from sophrosyne.tools.base import Context, Result
 from sophrosyne.tools.budget import cut_lists, fit
-from sophrosyne.tools.execute_sql import Leads
 
 
 class QueryPlan(Result):
@@ -39,14 +33,13 @@ class QueryPlan(Result):
         cut_lists(self, ["hints", "plan"], budget, note)
 
 
-def explain_sql(
-    sql: str, *, secure: SecurePath, settings: Settings, catalog: Callable[[], Catalog], index_leads: Leads
-) -> QueryPlan:
-    """The plan of the statement as the role's rewrite leaves it; a restricted role gets the hints only."""
+def explain_sql(env: Context, sql: str) -> QueryPlan:
+    """The engine's plan for a read-only statement, with hints about full scans of large tables."""
+    settings, secure = env.settings, env.secure
     result, executed, expression = secure.run(sql, limit=500, explain=True)
     plan, scanned = secure.engine.read_plan(result.columns, result.rows)
     # Sizes as this role sees them: a filtered table's full size is not its to know.
-    hints = plan_hints(expression, catalog(), index_leads(), scanned)
+    hints = plan_hints(expression, env.catalog, env.index_leads(), scanned)
     if not secure.role.unrestricted:
         # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
         hidden = QueryPlan(

@@ -11,13 +11,12 @@ from sqlglot import exp
 from sophrosyne.base import deadline
 from sophrosyne.base.text import estimate_tokens, shorten
 from sophrosyne.errors import InvalidArgument, QueryTimeout, RejectedSQL
-from sophrosyne.schema.catalog import Catalog, Table, is_text_type, table_ref
-from sophrosyne.settings import Settings
+from sophrosyne.schema.catalog import Table, is_text_type, table_ref
 from sophrosyne.sql.lookup import column_named, table_named
 from sophrosyne.sql.queries import contains
 from sophrosyne.sql.secure import SecurePath
 from sophrosyne.tools.arguments import MAX_FOUND_ROWS, count, not_too_long
-from sophrosyne.tools.base import Result, Screen, cell, join_notes, table_lines
+from sophrosyne.tools.base import Context, Result, Screen, cell, join_notes, table_lines
 from sophrosyne.tools.budget import cut_lists, fit
 
 # Below this much of a call's time left, no new table is searched: the answer is given instead.
@@ -87,23 +86,17 @@ def _rows_within(columns: list[str], rows: list[list[Any]], budget: int) -> int:
 
 
 def find_rows(
-    catalog: Catalog,
-    term: str,
-    *,
-    source: str,
-    secure: SecurePath,
-    settings: Settings,
-    table: str | None = None,
-    columns: list[str] | None = None,
-    limit: int | None = None,
+    env: Context, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None
 ) -> FoundRows:
     """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
     if not term.strip():
         raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
     not_too_long(term, "term")
+    settings = env.settings
     limit, capped = count(limit, "limit", settings.find_rows_limit, MAX_FOUND_ROWS)
+    catalog = env.catalog
     tables = (
-        [table_named(catalog, table, source)] if table else [t for t in catalog.tables.values() if t.kind == "table"]
+        [table_named(catalog, table, env.name)] if table else [t for t in catalog.tables.values() if t.kind == "table"]
     )
     wanted = {x.lower() for x in columns or []}
 
@@ -118,7 +111,7 @@ def find_rows(
         term,
         tables,
         names_of,
-        secure,
+        env.secure,
         limit=limit,
         value_chars=settings.value_chars,
         timeout_s=settings.timeout_s,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import Field
 from sqlglot import exp
@@ -15,13 +15,13 @@ from sophrosyne.base import deadline
 from sophrosyne.base.data_blocks import close_data, open_data
 from sophrosyne.base.text import normalize
 from sophrosyne.errors import QueryFailed, QueryTimeout, UnknownColumn
-from sophrosyne.schema.catalog import Catalog, Column, Table, table_ref
+from sophrosyne.schema.catalog import Column, Table, table_ref
 from sophrosyne.settings import Settings
 from sophrosyne.sql.lookup import column_named, table_named
 from sophrosyne.sql.queries import contains, prefix
 from sophrosyne.sql.secure import SecurePath
 from sophrosyne.tools.arguments import MAX_VALUES, count, not_too_long
-from sophrosyne.tools.base import Result, Screen, cell, cut_note, data_text, join_notes
+from sophrosyne.tools.base import Context, Result, Screen, cell, cut_note, data_text, join_notes
 from sophrosyne.tools.budget import cut_lists, fit
 from sophrosyne.tools.value_cache import BESIDE_EXACT, ColumnValues, Match, ValueCache
 
@@ -77,26 +77,24 @@ class DistinctValues(Result):
         screen.notes(self.note, self.cut)
 
 
+class Grounded(Context, Protocol):
+    @property
+    def grounder(self) -> Grounder: ...
+
+
 def get_distinct_values(
-    catalog: Catalog,
-    table: str,
-    column: str,
-    *,
-    source: str,
-    grounder: Grounder,
-    settings: Settings,
-    search: str | None = None,
-    limit: int | None = None,
+    env: Grounded, table: str, column: str, search: str | None = None, limit: int | None = None
 ) -> DistinctValues:
     """Distinct values with counts; with `search`, an exact match (case and spaces aside) alone, else values
     holding it, then fuzzy neighbours, each with its match kind."""
-    t = table_named(catalog, table, source)
+    t = table_named(env.catalog, table, env.name)
     c = column_named(t, column)
     if search is not None:
         not_too_long(search, "search")
+    settings = env.settings
     most, capped = count(limit, "limit", settings.distinct_limit, MAX_VALUES)
     # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
-    result = grounder.distinct_values(t, c, t.row_estimate, search, most, more=limit is not None)
+    result = env.grounder.distinct_values(t, c, t.row_estimate, search, most, more=limit is not None)
     if capped:
         result.note = " ".join(x for x in (capped, result.note) if x)
     return fit(result, settings.token_budget)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sophrosyne.base.data_blocks import close_data, open_data
-from sophrosyne.tools.base import Result
+from sophrosyne.tools.base import Context, Result
 
 
 class SourceRelevance(Result):
@@ -41,9 +41,9 @@ class SourceList(Result):
         return lines
 
 
-def list_sources(name: str, dialect: str, tables: int, url: str) -> list[SourceInfo]:
+def list_sources(env: Context) -> list[SourceInfo]:
     """One database as list_sources shows it (sources.py names, describes and ranks several)."""
-    return [SourceInfo(name=name, dialect=dialect, tables=tables, url=url)]
+    return [SourceInfo(name=env.name, dialect=env.dialect, tables=len(env.catalog.tables), url=env.url)]
 
 
 def _source_line(r: SourceInfo) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from pydantic import Field
 
@@ -13,9 +14,8 @@ from sophrosyne.base.data_blocks import close_data, open_data
 from sophrosyne.base.text import CHARS_PER_TOKEN, one_line, shorten
 from sophrosyne.errors import CacheUnavailable, InvalidArgument, NotReady, QueryTimeout
 from sophrosyne.schema.catalog import Catalog, ForeignKey, Table, TableGroup, group_tables
-from sophrosyne.settings import Settings
 from sophrosyne.tools.arguments import MAX_TERM_CHARS, cut_for_directives
-from sophrosyne.tools.base import Result, Screen, join_notes, rows_text
+from sophrosyne.tools.base import Context, Result, Screen, join_notes, rows_text
 from sophrosyne.tools.budget import cut_lists, fit, fits
 
 
@@ -119,17 +119,17 @@ class TableList(Result):
         screen.notes(self.note, self.directive_note, self.cut)
 
 
-# What a moderator answers for a question and its knowledge: directives and a note.
-Directives = Callable[[str | None, str | None], tuple[list[Directive], str | None]]
+class Guide(Protocol):
+    def directives(self, question: str | None, knowledge: str | None) -> tuple[list[Directive], str | None]: ...
+
+
+class Lister(Context, Protocol):
+    @property
+    def moderator(self) -> Guide: ...
 
 
 def list_tables(
-    catalog: Catalog,
-    *,
-    source: str,
-    settings: Settings,
-    directives: Directives,
-    inferred: Callable[[], dict[str, list[ForeignKey]]],
+    env: Lister,
     question: str | None = None,
     knowledge: str | None = None,
     pattern: str | None = None,
@@ -137,15 +137,17 @@ def list_tables(
 ) -> TableList:
     """Tables with a one-line description, row estimate and join keys; same-shape groups shown once.
 
-    On a large schema the listing is paged to fit the token budget; with a question, `directives` name the
-    tables likely irrelevant to it. `inferred` gives the joins inferred so far, by table."""
+    On a large schema the listing is paged to fit the token budget (`offset` for the next page, `pattern`
+    to filter names: a glob such as `sales_*` or a part of a name); with a question, directives too."""
+    catalog = env.catalog
+    settings = env.settings
     budget = settings.token_budget
-    base = TableList(source=shorten(source, 80), tables=[])
+    base = TableList(source=shorten(env.name, 80), tables=[])
     question, knowledge, cut_inputs = cut_for_directives(
         question, knowledge, settings.question_chars, settings.knowledge_chars
     )
     try:
-        base.directives, base.directive_note = directives(question, knowledge)
+        base.directives, base.directive_note = env.moderator.directives(question, knowledge)
     except (NotReady, QueryTimeout, CacheUnavailable) as exc:  # the tables are listed all the same
         base.directive_note = f"No directives this time: {exc.message} {exc.hint or ''}".strip()
     base.directive_note = " ".join(x for x in (cut_inputs, base.directive_note) if x) or None
@@ -156,7 +158,7 @@ def list_tables(
     def build(tables: list[TableSummary], groups: list[TableGroupInfo]) -> TableList:
         return base.model_copy(update={"tables": tables, "groups": groups})
 
-    listed = page(catalog, build, pattern=pattern, offset=offset or 0, budget=budget, inferred=inferred())
+    listed = page(catalog, build, pattern=pattern, offset=offset or 0, budget=budget, inferred=env.inferred_joins())
     return fit(listed, budget)
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from sophrosyne.base.data_blocks import close_data, open_data
 from sophrosyne.base.text import shorten
 from sophrosyne.errors import InvalidArgument
-from sophrosyne.settings import Settings
 from sophrosyne.tools.arguments import MAX_HITS, count
-from sophrosyne.tools.base import Result, Screen
+from sophrosyne.tools.base import Context, Result, Screen
 from sophrosyne.tools.budget import cut_lists, fit
 
 
@@ -52,13 +51,20 @@ class SchemaHits(Result):
         screen.show(table)
 
 
-def search_schema(
-    query: str, *, search: Callable[[str, int], list[SchemaHit]], settings: Settings, k: int | None = 10
-) -> SchemaHits:
-    """The `k` columns best matching `query`; `search` ranks them (the moderator's schema index)."""
+class Guide(Protocol):
+    def search(self, query: str, k: int) -> list[SchemaHit]: ...
+
+
+class Searcher(Context, Protocol):
+    @property
+    def moderator(self) -> Guide: ...
+
+
+def search_schema(env: Searcher, query: str, k: int | None = 10) -> SchemaHits:
+    """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
     if not query.strip():
         raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
     k, capped = count(k, "k", 10, MAX_HITS)
-    text = shorten(query, settings.question_chars, at_word=True)
-    hits = SchemaHits(query=query, hits=search(text, k), note=capped)
-    return fit(hits, settings.token_budget)
+    text = shorten(query, env.settings.question_chars, at_word=True)
+    hits = SchemaHits(query=query, hits=env.moderator.search(text, k), note=capped)
+    return fit(hits, env.settings.token_budget)
