@@ -100,6 +100,8 @@ class TableDescription(Result):
 
 
 class Guide(Protocol):
+    """What describe_table asks of the moderator (directives/moderator.py): a reminder of what directives named."""
+
     def reminder(self, tables: Iterable[str]) -> str | None: ...
 
 

@@ -78,6 +78,8 @@ class DistinctValues(Result):
 
 
 class Grounded(Context, Protocol):
+    """An environment with its grounder: the value counts it keeps, per role."""
+
     @property
     def grounder(self) -> Grounder: ...
 

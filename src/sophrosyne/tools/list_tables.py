@@ -120,6 +120,8 @@ class TableList(Result):
 
 
 class Guide(Protocol):
+    """What list_tables asks of the moderator (directives/moderator.py): directives for a question."""
+
     def directives(self, question: str | None, knowledge: str | None) -> tuple[list[Directive], str | None]: ...
 
 

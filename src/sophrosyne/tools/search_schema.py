@@ -52,6 +52,8 @@ class SchemaHits(Result):
 
 
 class Guide(Protocol):
+    """What search_schema asks of the moderator (directives/moderator.py): the columns its schema index ranks first."""
+
     def search(self, query: str, k: int) -> list[SchemaHit]: ...
 
 
