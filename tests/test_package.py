@@ -54,7 +54,7 @@ def test_the_cli_loads_no_heavy_dependency_before_a_command_runs() -> None:
     ],
 )
 def test_one_shorten_cuts_every_text(text: str, limit: int, at_word: bool, expected: str) -> None:
-    from sophrosyne.tools.results import shorten
+    from sophrosyne.base.text import shorten
 
     assert shorten(text, limit, at_word=at_word) == expected
     assert len(shorten(text, limit, at_word=at_word)) <= limit

@@ -21,10 +21,14 @@ _HOMES = {
         "RejectedSQL "
         "SQLSyntaxError QueryTimeout QueryFailed AccessDenied"
     ),
-    "sophrosyne.tools.results": (
-        "SourceInfo SourceList SourceRelevance TableSummary TableGroupInfo Directive TableList ColumnInfo "
-        "TableDescription ValueCount DistinctValues TableRows FoundRows SchemaHit SchemaHits QueryOutput QueryPlan"
-    ),
+    "sophrosyne.tools.list_sources": "SourceInfo SourceList SourceRelevance",
+    "sophrosyne.tools.list_tables": "TableSummary TableGroupInfo Directive TableList",
+    "sophrosyne.tools.describe_table": "ColumnInfo TableDescription",
+    "sophrosyne.tools.get_distinct_values": "ValueCount DistinctValues",
+    "sophrosyne.tools.find_rows": "TableRows FoundRows",
+    "sophrosyne.tools.search_schema": "SchemaHit SchemaHits",
+    "sophrosyne.tools.execute_sql": "QueryOutput",
+    "sophrosyne.tools.explain_sql": "QueryPlan",
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names.split()}
 
@@ -104,22 +108,11 @@ if TYPE_CHECKING:
     from sophrosyne.settings import Settings
     from sophrosyne.sources import Sources, SourceSpec, load_sources
     from sophrosyne.sql.policy import Policy, Role, TableRule, hash_token, load_policy
-    from sophrosyne.tools.results import (
-        ColumnInfo,
-        Directive,
-        DistinctValues,
-        FoundRows,
-        QueryOutput,
-        QueryPlan,
-        SchemaHit,
-        SchemaHits,
-        SourceInfo,
-        SourceList,
-        SourceRelevance,
-        TableDescription,
-        TableGroupInfo,
-        TableList,
-        TableRows,
-        TableSummary,
-        ValueCount,
-    )
+    from sophrosyne.tools.describe_table import ColumnInfo, TableDescription
+    from sophrosyne.tools.execute_sql import QueryOutput
+    from sophrosyne.tools.explain_sql import QueryPlan
+    from sophrosyne.tools.find_rows import FoundRows, TableRows
+    from sophrosyne.tools.get_distinct_values import DistinctValues, ValueCount
+    from sophrosyne.tools.list_sources import SourceInfo, SourceList, SourceRelevance
+    from sophrosyne.tools.list_tables import Directive, TableGroupInfo, TableList, TableSummary
+    from sophrosyne.tools.search_schema import SchemaHit, SchemaHits

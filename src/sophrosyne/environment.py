@@ -5,64 +5,32 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlglot import exp
-
-from sophrosyne.audit import note_statement
 from sophrosyne.base.deadline import bounded_call
-from sophrosyne.database import Database, QueryResult, open_database
-from sophrosyne.errors import CacheUnavailable, ConfigError, InvalidArgument, NotReady, QueryFailed, QueryTimeout
-from sophrosyne.schema.catalog import (
-    Catalog,
-    Column,
-    ForeignKey,
-    Table,
-    is_text_type,
-    load_bird_descriptions,
-    table_ref,
-)
+from sophrosyne.database import Database, open_database
+from sophrosyne.errors import ConfigError, NotReady
+from sophrosyne.schema.catalog import Catalog, ForeignKey, load_bird_descriptions
 from sophrosyne.settings import Settings
-from sophrosyne.sql import guard
-from sophrosyne.sql.hints import plan_hints, query_hints
-from sophrosyne.sql.lookup import column_named, explain_error, table_named
-from sophrosyne.sql.policy import Policy, Role, load_policy, reads_fences, restrict, rewrite_for, shown_columns
+from sophrosyne.sql.policy import Policy, Role, load_policy, restrict
 from sophrosyne.sql.policy.binding import Binding
-from sophrosyne.sql.shape import ShapeLimits
-from sophrosyne.tools import describing, finding, listing
-from sophrosyne.tools.arguments import (
-    MAX_FOUND_ROWS,
-    MAX_HITS,
-    MAX_SQL_CHARS,
-    MAX_VALUES,
-    count,
-    cut_for_directives,
-    not_too_long,
-)
-from sophrosyne.tools.budget import fit
-from sophrosyne.tools.grounding import Grounder, ValueCache, distinct_query
-from sophrosyne.tools.results import (
-    DistinctValues,
-    FoundRows,
-    QueryOutput,
-    QueryPlan,
-    SchemaHits,
-    SourceInfo,
-    TableDescription,
-    TableGroupInfo,
-    TableList,
-    TableSummary,
-    cell,
-    cut_note,
-    fit_rows,
-    one_line,
-    shorten,
-)
+from sophrosyne.sql.secure import Secured, SecurePath
+from sophrosyne.tools.describe_table import describe_table
+from sophrosyne.tools.execute_sql import execute_sql
+from sophrosyne.tools.explain_sql import explain_sql
+from sophrosyne.tools.find_rows import find_rows
+from sophrosyne.tools.get_distinct_values import Grounder, get_distinct_values
+from sophrosyne.tools.list_sources import list_sources
+from sophrosyne.tools.list_tables import list_tables
+from sophrosyne.tools.search_schema import search_schema
+from sophrosyne.tools.value_cache import ValueCache
 
 if TYPE_CHECKING:
     from sophrosyne.directives.moderator import Moderator
 
 logger = logging.getLogger("sophrosyne.environment")
+# How long close waits for background work (which then stops at its next statement); threads are daemons.
+CLOSE_WAIT_S = 2.0
 
 
 class Environment:
@@ -93,6 +61,11 @@ class Environment:
         self._admitted: Catalog | None = None  # what restricted roles' rules apply to
         # Calls run in threads side by side: what is set up once per environment is set up under this lock.
         self._lock = threading.RLock()
+        self.secure = SecurePath(
+            database, self.role, self.settings, policed=lambda: self._policed_catalog, catalog=lambda: self.catalog
+        )
+        self._threads: list[threading.Thread] = []
+        self._closed = False
 
     @classmethod
     def open(
@@ -155,12 +128,22 @@ class Environment:
             return env
 
     @property
+    def name(self) -> str:
+        """The source's name: the file's stem, the URL's database, or the name it was opened with."""
+        return self.db.name
+
+    @property
+    def url(self) -> str:
+        """The database's URL as shown to people: without its password."""
+        return self.db.display_url
+
+    @property
     def dialect(self) -> str:
         return self.db.dialect
 
     @property
     def full_catalog(self) -> Catalog:
-        """The database's catalog, current (see liveness.py): what this environment derives is redone when
+        """The database's catalog, current (see schema/live.py): what this environment derives is redone when
         the schema changes."""
         catalog = self.db.catalog()
         if catalog is not self._seen:
@@ -172,7 +155,7 @@ class Environment:
             self._seen, self._admitted, self._catalog, self._moderator = catalog, admitted, None, None
             if changed and self.settings.directives == "directives":
                 # The schema changed under a running server: its indexes are rebuilt now, not at the next question.
-                threading.Thread(target=self._warm_moderator, name="sophrosyne-rewarm", daemon=True).start()
+                self._in_background("sophrosyne-rewarm")
         return catalog
 
     @property
@@ -190,185 +173,25 @@ class Environment:
         full = self.full_catalog
         return full if self.role.unrestricted or self._admitted is None else self._admitted
 
-    # -- tools -------------------------------------------------------------------------------------------
+    # -- the tools: each is its module's function (tools/), called with this environment as `env` ---------
 
-    @bounded_call
-    def list_sources(self) -> list[SourceInfo]:
-        return [
-            SourceInfo(
-                name=self.db.name,
-                dialect=self.dialect,
-                tables=len(self.catalog.tables),
-                url=self.db.display_url,
-            )
-        ]
-
-    @bounded_call
-    def list_tables(
-        self,
-        question: str | None = None,
-        knowledge: str | None = None,
-        pattern: str | None = None,
-        offset: int | None = None,
-    ) -> TableList:
-        """Tables with a one-line description, row estimate and join keys; same-shape groups shown once.
-
-        On a large schema the listing is paged to fit the token budget (`offset` for the next page, `pattern`
-        to filter names: a glob such as `sales_*` or a part of a name); with a question, directives too."""
-        catalog = self.catalog
-        budget = self.settings.token_budget
-        base = TableList(source=shorten(self.db.name, 80), tables=[])
-        question, knowledge, cut_inputs = cut_for_directives(
-            question, knowledge, self.settings.question_chars, self.settings.knowledge_chars
-        )
-        try:
-            base.directives, base.directive_note = self.moderator.directives(question, knowledge)
-        except (NotReady, QueryTimeout, CacheUnavailable) as exc:  # the tables are listed all the same
-            base.directive_note = f"No directives this time: {exc.message} {exc.hint or ''}".strip()
-        base.directive_note = " ".join(x for x in (cut_inputs, base.directive_note) if x) or None
-        if base.directives:
-            # Directives take at most part of the budget, so that the tables are listed too.
-            listing.cut_directives(base, budget * 2 // 5)
-
-        def build(tables: list[TableSummary], groups: list[TableGroupInfo]) -> TableList:
-            return base.model_copy(update={"tables": tables, "groups": groups})
-
-        page = listing.page(
-            catalog, build, pattern=pattern, offset=offset or 0, budget=budget, inferred=self._inferred_joins()
-        )
-        return fit(page, budget)
-
-    @bounded_call
-    def describe_table(self, table: str, offset: int | None = None) -> TableDescription:
-        """Columns with type, keys, description, null share and real sample values; foreign keys both ways.
-
-        A table too wide for the token budget is shown in pages of columns (`offset` for the next page)."""
-        t = self._table(table)
-        start = offset or 0
-        if start < 0:
-            raise InvalidArgument(f"`offset` must be 0 or more, not {start}.", hint="Leave it out to start at the top.")
-        limit = self.settings.sample_rows
-        result = self._query(_select_all(t, self.dialect, limit), limit=limit)
-        inferred = self._inferred_joins()
-        own = [*t.foreign_keys, *inferred.get(t.name, [])]
-        columns = describing.column_infos(
-            t, start, result.columns, result.rows, self.settings.sample_values, self.settings.value_chars, own
-        )
-        described = TableDescription(
-            table=t.name,
-            kind=t.kind,
-            description=one_line(t.description),
-            row_estimate=t.row_estimate,
-            rows_at_least=t.rows_at_least,
-            columns=columns,
-            references=[listing.join_key(fk) for fk in own],
-            referenced_by=[
-                f"{name}.{', '.join(fk.columns)} -> {', '.join(fk.ref_columns)}"
-                + (f" (inferred, {fk.confidence:.2f})" if fk.inferred else "")
-                for name, fk in [
-                    *self.catalog.references_to(t.name),
-                    *((n, fk) for n, fks in inferred.items() for fk in fks if fk.ref_table == t.name),
-                ]
-            ],
-            sampled_rows=len(result.rows),
-            reminder=self.moderator.reminder([t.name]),
-        )
-        return describing.paged(described, start, len(t.columns), self.settings.token_budget)
-
-    @bounded_call
-    def get_distinct_values(
-        self, table: str, column: str, search: str | None = None, limit: int | None = None
-    ) -> DistinctValues:
-        """Distinct values with counts; with `search`, an exact match (case and spaces aside) alone, else values
-        holding it, then fuzzy neighbours, each with its match kind."""
-        t = self._table(table)
-        c = self._column(t, column)
-        if search is not None:
-            not_too_long(search, "search")
-        most, capped = count(limit, "limit", self.settings.distinct_limit, MAX_VALUES)
-        # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
-        result = self.grounder.distinct_values(t, c, t.row_estimate, search, most, more=limit is not None)
-        if capped:
-            result.note = " ".join(x for x in (capped, result.note) if x)
-        return fit(result, self.settings.token_budget)
+    list_sources = bounded_call(list_sources)
+    list_tables = bounded_call(list_tables)
+    describe_table = bounded_call(describe_table)
+    get_distinct_values = bounded_call(get_distinct_values)
+    find_rows = bounded_call(find_rows)
+    execute_sql = bounded_call(execute_sql)
+    explain_sql = bounded_call(explain_sql)
+    search_schema = bounded_call(search_schema)
 
     @property
     def grounder(self) -> Grounder:
         if self._grounder is None:
-            self._grounder = Grounder(
-                self._query, self.settings, self.db.engine, self.values, scope=(self.db.name, self.role.name)
-            )
+            self._grounder = Grounder(self.secure, self.settings, self.values, scope=(self.name, self.role.name))
         return self._grounder
 
-    @bounded_call
-    def find_rows(
-        self, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None
-    ) -> FoundRows:
-        """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
-        if not term.strip():
-            raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
-        not_too_long(term, "term")
-        limit, capped = count(limit, "limit", self.settings.find_rows_limit, MAX_FOUND_ROWS)
-        tables = [self._table(table)] if table else [t for t in self.catalog.tables.values() if t.kind == "table"]
-        wanted = {x.lower() for x in columns or []}
-
-        def names_of(t: Table) -> list[str]:
-            if columns and table:
-                return [self._column(t, c).name for c in columns]
-            if columns:
-                return [c.name for c in t.columns if c.name.lower() in wanted]
-            return [c.name for c in t.columns if is_text_type(c.type)]
-
-        found = finding.find_rows(
-            term,
-            tables,
-            names_of,
-            lambda sql, most: self._query(sql, limit=most),
-            self.db.engine,
-            limit=limit,
-            value_chars=self.settings.value_chars,
-            timeout_s=self.settings.timeout_s,
-            note=capped,
-        )
-        return fit(found, self.settings.token_budget)
-
-    @bounded_call
-    def execute_sql(self, sql: str, limit: int | None = None) -> QueryOutput:
-        """Run one read-only statement; rows capped, with the SQL as executed."""
-        cap, capped = count(limit, "limit", self.settings.row_cap, self.settings.row_cap, "row_cap")
-        result, executed, expression = self._secure(sql, limit=cap)
-        read = [ref.name for ref in expression.find_all(exp.Table)]
-        rows = [[cell(v, self.settings.value_chars) for v in r] for r in result.rows]
-        shown, cut_by_budget = fit_rows(result.columns, rows, self.settings.token_budget)
-        cut = (
-            cut_note(len(shown), None if result.truncated else len(rows), "rows", "token budget")
-            if cut_by_budget
-            else None
-        )
-        slow = result.elapsed_ms >= self.settings.slow_query_s * 1000
-        output = QueryOutput(
-            hints=query_hints(expression, self.catalog, self.db.index_leads()) if slow else [],
-            columns=result.columns,
-            rows=shown,
-            row_count=len(shown),
-            truncated=result.truncated or cut_by_budget,
-            sql_executed=self._shown_sql(executed, expression),
-            elapsed_ms=round(result.elapsed_ms, 2),
-            reminder=self._reminder(read),
-            note=" ".join(x for x in (capped, result.cut) if x) or None,
-            cut=cut,
-        )
-        return fit(output, self.settings.token_budget)
-
-    @bounded_call
-    def search_schema(self, query: str, k: int | None = 10) -> SchemaHits:
-        """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
-        if not query.strip():
-            raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
-        k, capped = count(k, "k", 10, MAX_HITS)
-        text = shorten(query, self.settings.question_chars, at_word=True)
-        hits = SchemaHits(query=query, hits=self.moderator.search(text, k), note=capped)
-        return fit(hits, self.settings.token_budget)
+    def index_leads(self) -> dict[str, set[str]] | None:
+        return self.db.index_leads()
 
     def warm(self, wait: bool = False) -> None:
         """Read the schema and build (or load) the directive indexes now, in the background; with `wait`,
@@ -381,13 +204,42 @@ class Environment:
         elif wait:
             self.moderator.warm(wait=True)
         else:
-            threading.Thread(target=self._warm_moderator, name="sophrosyne-warm", daemon=True).start()
+            self._in_background("sophrosyne-warm")
+
+    def _in_background(self, name: str) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            thread = threading.Thread(target=self._warm_moderator, name=name, daemon=True)
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
 
     def _warm_moderator(self) -> None:
         try:
             self.moderator.warm(wait=False)
         except Exception as exc:  # the first call that needs them reports the error itself
-            logger.warning("could not prepare the directive indexes in advance: %s", exc)
+            if not self._closed:
+                logger.warning("could not prepare the directive indexes in advance: %s", exc)
+
+    def close(self) -> None:
+        """Close the database (every role's view of it) and wait a moment for the indexes being built in the
+        background, which stop at their next statement; closing again does nothing."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            views = [self, *self._role_envs.values()]
+        self.db.close()
+        for env in views:
+            env._closed = True
+            for thread in env._threads:
+                thread.join(CLOSE_WAIT_S)
+
+    def __enter__(self) -> Environment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def set_oracle(self, gold_sql: str | None) -> None:
         """For experiments: the reference SQL that `oracle` directives are computed from."""
@@ -404,16 +256,16 @@ class Environment:
                 self._moderator = Moderator(
                     catalog,
                     self.settings,
-                    self._distinct_sample,
+                    self.secure.distinct_values,
                     self.dialect,
                     shared=self.role.unrestricted,
-                    probe=self._value_probe,
+                    probe=self.secure.held_values,
                 )
             return self._moderator
 
     # -- join inference (sophrosyne.schema.joins) -------------------------------------------------------------------
 
-    def _inferred_joins(self) -> dict[str, list[ForeignKey]]:
+    def inferred_joins(self) -> dict[str, list[ForeignKey]]:
         """Joins the schema does not declare, inferred for this role (names, confirmed by values within
         `join_inference_s`), by table; shown marked as inferred. Declared keys win: none is repeated here."""
         by_table: dict[str, list[ForeignKey]] = {}
@@ -425,99 +277,12 @@ class Environment:
             by_table.setdefault(join.table, []).append(join.as_foreign_key())
         return by_table
 
-    def _value_probe(self, table: str, column: str, values: list[Any]) -> set[Any]:
-        """Which of `values` a column holds, read through this role's secured path (join confirmation)."""
-        literals = [v for v in values if isinstance(v, str | int | float) and not isinstance(v, bool)][:100]
-        known = self.catalog.table(table)
-        if not literals or known is None:
-            return set()
-        query = distinct_query(known, column, len(literals), self.dialect, among=literals)
-        return {row[0] for row in self._query(query, limit=len(literals)).rows}
+    # -- the one secured path (sql/secure.py) --------------------------------------------------------------
 
-    def _distinct_sample(self, table: str, column: str, limit: int) -> list[Any]:
-        """Distinct values of a column for the value index, read through this role's secured path."""
-        query = distinct_query(self.catalog.tables[table], column, limit, self.dialect)
-        return [row[0] for row in self._query(query, limit=limit).rows]
+    def _secure(self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False) -> Secured:
+        # The tools call self.secure; this name stays for the tests that probe the path as they always did.
+        return self.secure.run(sql, limit=limit, timeout_s=timeout_s, explain=explain)
 
-    @bounded_call
-    def explain_sql(self, sql: str) -> QueryPlan:
-        """The engine's plan for a read-only statement, with hints about full scans of large tables."""
-        result, executed, expression = self._secure(sql, limit=500, explain=True)
-        plan, scanned = self.db.engine.read_plan(result.columns, result.rows)
-        # Sizes as this role sees them: a filtered table's full size is not its to know.
-        hints = plan_hints(expression, self.catalog, self.db.index_leads(), scanned)
-        if not self.role.unrestricted:
-            # A plan shows filter predicates, index names and base-table sizes: a restricted role gets hints only.
-            hidden = QueryPlan(
-                sql_executed=self._shown_sql(executed, expression),
-                plan=[],
-                hints=sorted(set(hints)),
-                note="the plan itself is not shown to a restricted role; the hints are.",
-            )
-            return fit(hidden, self.settings.token_budget)
-        return fit(QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints))), self.settings.token_budget)
-
-    # -- the one secured path -----------------------------------------------------------------------------
-
-    def _secure(
-        self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False
-    ) -> tuple[QueryResult, str, exp.Expression]:
-        """Guard, then the role's rewrite, then a read-only session: the only way a tool reads data.
-
-        With `explain`, the engine plans the rewritten statement instead of running it.
-        """
-        if len(sql) > MAX_SQL_CHARS:
-            # Parsing is not linear in the text (a megabyte of quoted strings takes minutes), and cannot be
-            # stopped midway: a statement past this length is refused before it is read.
-            raise InvalidArgument(
-                f"the statement is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are read.",
-                hint="Write a shorter statement: filter with a subquery or a join rather than a long literal list.",
-            )
-        expression = guard.check_sql(sql, self.dialect, ShapeLimits.from_settings(self.settings))
-        # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
-        rewritten = (
-            expression
-            if self.role.unrestricted
-            else rewrite_for(self.role, expression, self._policed_catalog, self.dialect)
-        )
-        fenced = reads_fences(rewritten)
-        # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
-        executed = rewritten.sql(dialect=self.dialect, copy=rewritten is expression)
-        sent = f"{self.db.engine.explain} {executed}" if explain else executed
-        try:
-            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=fenced)
-        except QueryFailed as exc:
-            raise explain_error(exc, expression, self.catalog, self.db.name) from None
-        if explain:
-            note_statement(sql, sent, len(result.rows))
-            return result, executed, expression
-        if not self.role.unrestricted:
-            columns = shown_columns(rewritten, result.columns) if self.db.engine.names_columns_by_rendering else None
-            # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
-            kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
-            result = QueryResult(columns or result.columns, kept, result.truncated, result.elapsed_ms, result.cut)
-        note_statement(sql, executed, len(result.rows))
-        return result, executed, expression
-
-    def _reminder(self, tables: list[str]) -> str | None:
-        # Reminders follow directives, which only a moderator gives: without one there is nothing to remind.
+    def reminder(self, tables: list[str]) -> str | None:
+        """What directives remind of these tables; without a moderator set up there is nothing to remind."""
         return self._moderator.reminder(tables) if self._moderator is not None else None
-
-    def _shown_sql(self, executed: str, expression: exp.Expression) -> str:
-        """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
-        return executed if self.role.unrestricted else expression.sql(dialect=self.dialect)
-
-    def _query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:
-        return self._secure(sql, limit=limit, timeout_s=timeout_s)[0]
-
-    # -- lookups with helpful errors ------------------------------------------------------------------------
-
-    def _table(self, name: str) -> Table:
-        return table_named(self.catalog, name, self.db.name)
-
-    def _column(self, table: Table, name: str) -> Column:
-        return column_named(table, name)
-
-
-def _select_all(table: Table, dialect: str, limit: int) -> str:
-    return exp.select("*").from_(table_ref(table)).limit(limit).sql(dialect=dialect)

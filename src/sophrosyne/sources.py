@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.errors import ConfigError, UnknownSource
 from sophrosyne.settings import Settings
-from sophrosyne.tools.results import SourceInfo, SourceList
+from sophrosyne.tools.list_sources import SourceInfo, SourceList
 
 if TYPE_CHECKING:
     from sophrosyne.environment import Environment
@@ -147,7 +147,7 @@ class Sources:
 
     @classmethod
     def single(cls, env: Environment) -> Sources:
-        return cls({env.db.name: env})
+        return cls({env.name: env})
 
     @classmethod
     def open(cls, specs: list[SourceSpec], settings: Settings | None = None, *, probe: bool = True) -> Sources:
@@ -172,7 +172,7 @@ class Sources:
                 )
         except BaseException:
             for env in environments.values():
-                env.db.close()
+                env.close()
             raise
         return cls(environments, {spec.name: spec.description for spec in specs})
 
@@ -223,4 +223,4 @@ class Sources:
 
     def close(self) -> None:
         for env in self.environments.values():
-            env.db.close()
+            env.close()

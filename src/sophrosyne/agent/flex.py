@@ -17,7 +17,7 @@ from sophrosyne.llm import Conversation, ModelClient, ToolCall, ToolSpec, parse_
 from sophrosyne.sandbox.executor import ProgramResult, PythonExecutor
 from sophrosyne.sandbox.rows import Rows
 from sophrosyne.settings import Settings
-from sophrosyne.tools.results import render_error
+from sophrosyne.tools.base import render_error
 
 # The longest program error the model is shown for a repair (its traceback, in a data block: it may quote data).
 PROGRAM_ERROR_CHARS = 4000

@@ -175,7 +175,7 @@ class EnvironmentTools(Toolbox):
         super().__init__()
         self.env = env
         self.allow_python = allow_python
-        self.label = f"in-process {env.db.name}"
+        self.label = f"in-process {env.name}"
 
     async def _connect(self, stack: AsyncExitStack) -> Client:
         from mcp import Client

@@ -7,11 +7,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import Protocol, TypeVar
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from sophrosyne.errors import CallCancelled, QueryTimeout
 
 R = TypeVar("R")
+P = ParamSpec("P")
 
 
 class Deadline:
@@ -141,12 +142,15 @@ class _HasSettings(Protocol):
     def settings(self) -> _HasTimeout: ...
 
 
-def bounded_call(method: Callable[..., R]) -> Callable[..., R]:
+S = TypeVar("S", bound=_HasSettings)
+
+
+def bounded_call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
     """A tool method of an object with `settings.timeout_s`: the whole call, every step in it, has that long."""
     import functools
 
     @functools.wraps(method)
-    def call(self: _HasSettings, *args: object, **kwargs: object) -> R:
+    def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with bounded(self.settings.timeout_s):
             return method(self, *args, **kwargs)
 

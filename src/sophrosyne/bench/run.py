@@ -220,7 +220,7 @@ class Environments:
     def close(self) -> None:
         with self._lock:
             for env in self._open.values():
-                env.db.close()
+                env.close()
             self._open.clear()
 
 

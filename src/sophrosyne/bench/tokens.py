@@ -43,14 +43,14 @@ def o200k_tokens(text: str) -> int:
 
 def whole_schema(env: Environment) -> str:
     """The coarse prompt: every table of the database described, as `describe_table` renders it."""
-    from sophrosyne.tools.results import render
+    from sophrosyne.tools.base import render
 
     return "\n\n".join(render(env.describe_table(name), NONCE) for name in env.catalog.tables)
 
 
 def fine_context(env: Environment, question: Question, gold: set[str]) -> str:
     """`list_tables` with the question and knowledge, then `describe_table` of each gold table."""
-    from sophrosyne.tools.results import render
+    from sophrosyne.tools.base import render
 
     parts = [render(env.list_tables(question.question, question.knowledge or None), NONCE)]
     parts += [render(env.describe_table(name), NONCE) for name in sorted(gold) if env.catalog.table(name)]
@@ -148,8 +148,8 @@ def measure_tokens(suite: Suite, *, tick: Tick | None = None, scratch: Path | No
                         tick("tokens", done, total)
                 results.append(entry)
             finally:
-                coarse_env.db.close()
-                fine_env.db.close()
+                coarse_env.close()
+                fine_env.close()
     return results
 
 

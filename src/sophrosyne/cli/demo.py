@@ -11,7 +11,7 @@ from rich.panel import Panel
 from sophrosyne.cli.terminal import console
 from sophrosyne.environment import Environment
 from sophrosyne.errors import SophrosyneError
-from sophrosyne.tools.results import render
+from sophrosyne.tools.base import render
 
 
 def run_demo(env: Environment) -> None:

@@ -1,10 +1,11 @@
-"""How tool results look to a person in a terminal: rich tables, or JSON with --json."""
+"""How tool results look to a person in a terminal: rich tables, or JSON with --json.
+
+Each result draws itself (its `show`, in its tool's module) on the screen this module gives."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -14,15 +15,7 @@ from rich.table import Table as RichTable
 
 from sophrosyne.base.data_blocks import escaped
 from sophrosyne.cli.terminal import console
-from sophrosyne.tools.results import (
-    DistinctValues,
-    FoundRows,
-    QueryOutput,
-    SchemaHits,
-    TableDescription,
-    TableList,
-    render,
-)
+from sophrosyne.tools.base import Result, render
 
 
 def emit(result: BaseModel | list[Any], as_json: bool) -> None:
@@ -34,11 +27,10 @@ def emit(result: BaseModel | list[Any], as_json: bool) -> None:
         sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
         return
     for item in result if isinstance(result, list) else [result]:
-        show = HUMAN.get(type(item))
-        if show is not None:
-            show(item)
+        if isinstance(item, Result):
+            item.show(SCREEN)
         else:
-            console.print(escape_markup(render(item)), highlight=False)
+            SCREEN.plain(render(item))
 
 
 def escape(text: str) -> str:
@@ -61,83 +53,19 @@ def notes(*lines: str | None) -> None:
             console.print(f"[dim]{escape(line)}[/]")
 
 
-def print_rows(result: QueryOutput) -> None:
-    table = grid(None, *(escape(c) for c in result.columns))
-    for row in result.rows:
-        table.add_row(*(text(v) for v in row))
-    console.print(table)
-    more = " (truncated: more rows exist)" if result.truncated else ""
-    notes(f"{result.row_count} rows{more} in {result.elapsed_ms:.0f} ms", result.reminder, result.cut)
+class Terminal:
+    """The screen results draw on (tools/base.py's Screen): rich tables and dim notes on the console."""
 
+    grid = staticmethod(grid)
+    notes = staticmethod(notes)
+    escape = staticmethod(escape)
+    text = staticmethod(text)
 
-def print_tables(result: TableList) -> None:
-    title = f"{len(result.tables)} tables in {escape(result.source)}"
-    table = grid(title, "table", "rows", "joins", "description")
-    for t in result.tables:
-        rows = f"~{t.row_estimate:,}" if t.row_estimate is not None else "?"
-        name = f"{t.name} (view)" if t.kind == "view" else t.name
-        table.add_row(escape(name), rows, "\n".join(escape(k) for k in t.join_keys), escape(t.description))
-    console.print(table)
-    for g in result.groups:
-        notes(f"group {g.pattern}: {g.count} tables with the same {g.columns} columns ({g.first} … {g.last})")
-    if result.directives:
-        flagged = grid("likely irrelevant to the question", "table", "confidence", "reason")
-        for d in result.directives:
-            flagged.add_row(escape(d.table), d.confidence, escape(d.reason))
-        console.print(flagged)
-    notes(result.note, result.directive_note, result.cut)
-
-
-def print_description(result: TableDescription) -> None:
-    rows = f"~{result.row_estimate:,} rows" if result.row_estimate is not None else "rows unknown"
-    title = f"{result.kind} {escape(result.table)} ({rows}; samples from {result.sampled_rows:,} rows)"
-    table = grid(title, "column", "type", "key", "null", "samples", "description")
-    for c in result.columns:
-        null = "" if c.null_share is None else f"{c.null_share:.0%}"
-        samples = ", ".join(repr(v) for v in c.samples)
-        table.add_row(escape(c.name), escape(c.type), escape(c.key or ""), null, escape(samples), escape(c.description))
-    console.print(table)
-    notes(
-        result.description,
-        "references: " + ", ".join(result.references) if result.references else None,
-        "referenced by: " + ", ".join(result.referenced_by) if result.referenced_by else None,
-        result.reminder,
-        result.cut,
-    )
-
-
-def print_values(result: DistinctValues) -> None:
-    what = f" matching {result.search!r}" if result.search else ""
-    table = grid(escape(f"{result.table}.{result.column}{what}"), "value", "count", "match")
-    for v in result.values:
-        table.add_row(text(v.value), f"{v.count:,}", "" if v.score is None else f"{v.score:.0f}")
-    console.print(table)
-    notes(result.note, result.cut)
-
-
-def print_found(result: FoundRows) -> None:
-    for m in result.matches:
-        title = escape(f"{m.table} (matched in {', '.join(m.matched_columns)})")
-        table = grid(title, *(escape(c) for c in m.columns))
-        for row in m.rows:
-            table.add_row(*(text(v) for v in row))
+    def show(self, table: Any) -> None:
         console.print(table)
-    notes(f"searched {result.searched_tables} tables" + ("" if result.matches else "; no rows matched"))
-    notes(result.note, result.cut)
+
+    def plain(self, line: str) -> None:
+        console.print(escape_markup(line), highlight=False)
 
 
-def print_hits(result: SchemaHits) -> None:
-    table = grid(escape(f"columns best matching {result.query!r}"), "table.column", "score", "description")
-    for h in result.hits:
-        table.add_row(escape(f"{h.table}.{h.column}"), f"{h.score:.3f}", escape(h.description))
-    console.print(table)
-
-
-HUMAN: dict[type, Callable[[Any], None]] = {
-    QueryOutput: print_rows,
-    TableList: print_tables,
-    TableDescription: print_description,
-    DistinctValues: print_values,
-    FoundRows: print_found,
-    SchemaHits: print_hits,
-}
+SCREEN = Terminal()

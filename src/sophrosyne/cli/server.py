@@ -100,9 +100,7 @@ def serve(
 
             check_sandbox(opened.settings)  # refuse to start rather than offer Python less isolated
         for name, env in opened.environments.items():
-            err_console.print(
-                f"{name}: {env.db.dialect} at {env.db.display_url}", highlight=False, markup=False, soft_wrap=True
-            )
+            err_console.print(f"{name}: {env.dialect} at {env.url}", highlight=False, markup=False, soft_wrap=True)
         options: dict[str, str | Path | None] = {
             "sources": sources,
             "config": config,

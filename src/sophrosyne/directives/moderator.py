@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from sophrosyne.base import deadline
 from sophrosyne.base.background import Background
+from sophrosyne.base.text import shorten
 from sophrosyne.directives import (
     Directives,
     DirectiveSettings,
@@ -26,11 +27,13 @@ from sophrosyne.index.values import values_path
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.schema.joins import Probe
 from sophrosyne.settings import Settings
-from sophrosyne.tools.results import Directive, SchemaHit, SourceRelevance, shorten
+from sophrosyne.tools.list_sources import SourceRelevance
+from sophrosyne.tools.list_tables import Directive
+from sophrosyne.tools.search_schema import SchemaHit
 
 Fetch = Callable[[str, str, int], list[Any]]
 # Time kept back from a call's deadline for what follows the directives: listing and rendering the tables.
-ANSWER_MARGIN_S = 1.0
+LISTING_MARGIN_S = 1.0
 # Time kept back, beyond that, for computing the directives once the value index is waited for.
 VALUES_WAIT_MARGIN_S = 2.0
 logger = logging.getLogger("sophrosyne.directives.moderator")
@@ -155,7 +158,7 @@ class Moderator:
             # Literal grounding makes directives better, not possible: without its index (still being read,
             # within its own budget) they are computed from names and retrieval alone, and say so.
             try:
-                values = self._values.wait(deadline.left(ANSWER_MARGIN_S + VALUES_WAIT_MARGIN_S))
+                values = self._values.wait(deadline.left(LISTING_MARGIN_S + VALUES_WAIT_MARGIN_S))
             except Exception as exc:  # a failed value index is read again next time; directives go on without it
                 failed = reason(exc) if isinstance(exc, OSError) else type(exc).__name__
                 tell_once(f"the value index could not be built: {exc!r}")
@@ -170,7 +173,7 @@ class Moderator:
                     inference=inference,
                     units=prepared.units,
                 ),
-                deadline.left(ANSWER_MARGIN_S),
+                deadline.left(LISTING_MARGIN_S),
                 name="sophrosyne-directives",
             )
             if not done or result is None:
@@ -264,7 +267,7 @@ def _ready(loading: Background[T], what: str, settings: Settings, tables: int) -
     """What `loading` builds, waited for within the call's deadline; NotReady if it takes longer, and
     CacheUnavailable (not an internal error) when the cache folder failed it."""
     try:
-        value = loading.wait(deadline.left(ANSWER_MARGIN_S))
+        value = loading.wait(deadline.left(LISTING_MARGIN_S))
     except OSError as exc:
         tell_once(f"{what} could not be built: {exc}")
         raise unavailable(what, None, exc, "built") from None

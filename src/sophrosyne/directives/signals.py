@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sophrosyne.base.text import normalize as normalize_value
+from sophrosyne.base.text import shorten
 from sophrosyne.directives.knowledge import infer_identifiers, quoted_literals
 from sophrosyne.index.fusion import fuse_rankings, top_ranked
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.text import STOPWORDS, normalize, word_tokens
-from sophrosyne.index.values import ValueIndex, normalize_value
+from sophrosyne.index.values import ValueIndex
 from sophrosyne.schema.catalog import Catalog
-from sophrosyne.tools.results import shorten
 
 RETRIEVAL_DEPTH = 50  # ranks per retriever that count in the fusion: deeper ones would add under 1 / (rrf_k + 50)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from sophrosyne.base.text import normalize
 from sophrosyne.index.cache import clean_stale, temp_prefix, unavailable
 from sophrosyne.index.text import stem
 from sophrosyne.schema.catalog import Catalog, is_text_type
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
     from sophrosyne.database import Database
 
 logger = logging.getLogger("sophrosyne.index")
-
-
-def normalize_value(value: str) -> str:
-    return " ".join(value.lower().split())
 
 
 _MONTH_NAMES = (
@@ -61,7 +58,7 @@ def value_form(value: str) -> str:
     """A spelling-blind form of a value, for a second lookup when the exact one fails: case, punctuation,
     spacing, plurals (`Labradors`, `labrador`), thousands separators and trailing zeros (`1,000.0`), and
     dates written differently (`Jan 7, 2021`, `2021-01-07`) all fold to one form."""
-    text = normalize_value(value)
+    text = normalize(value)
     date = _date_form(text)
     if date is not None:
         return date
@@ -95,7 +92,7 @@ class ValueIndex:
     def lookup(self, literal: str, forms: bool = True) -> list[tuple[str, str]]:
         """Columns holding the literal as written (case and spacing aside), else (with `forms`) in another
         form of it."""
-        ids = self.values.get(normalize_value(literal)) or (self.forms.get(value_form(literal), []) if forms else [])
+        ids = self.values.get(normalize(literal)) or (self.forms.get(value_form(literal), []) if forms else [])
         return [self.columns[i] for i in ids]
 
     @property
@@ -134,7 +131,7 @@ class ValueIndex:
                     for value in rows:
                         if not isinstance(value, str) or not value.strip() or len(value) > budget.max_chars:
                             continue
-                        holders = index.values.setdefault(normalize_value(value), [])
+                        holders = index.values.setdefault(normalize(value), [])
                         if not holders or holders[-1] != col_id:
                             holders.append(col_id)
                 except Exception:  # one unreadable column must not stop the index

@@ -31,7 +31,7 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sophrosyne.errors import SophrosyneError
-from sophrosyne.tools.results import render
+from sophrosyne.tools.base import render
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext

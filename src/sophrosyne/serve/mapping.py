@@ -12,11 +12,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 
 from sophrosyne.audit import AuditLog, statements
+from sophrosyne.base.text import estimate_tokens
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.serve.caller import caller_view
 from sophrosyne.serve.calls import Calls
 from sophrosyne.sources import Sources
-from sophrosyne.tools.results import count_tokens, render_error
+from sophrosyne.tools.base import render_error
 
 logger = logging.getLogger("sophrosyne.mcp")
 
@@ -56,7 +57,7 @@ def map_calls(
                         record.sql_written = "\n;\n".join(s.written for s in ran)
                         record.sql_executed = "\n;\n".join(s.executed for s in ran)
                         record.rows = sum(s.rows for s in ran)
-                record.response_tokens = sum(count_tokens(c.text) for c in result.content if hasattr(c, "text"))
+                record.response_tokens = sum(estimate_tokens(c.text) for c in result.content if hasattr(c, "text"))
                 return result
 
         @functools.wraps(fn)

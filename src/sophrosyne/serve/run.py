@@ -200,6 +200,6 @@ def warn_if_exposed(host: str, env: Environment) -> None:
         logger.warning(
             "serving %s on %s without a policy: anyone who reaches this port can read the whole database; "
             "pass --policy FILE with bearer tokens, or bind 127.0.0.1.",
-            env.db.name,
+            env.name,
             host,
         )

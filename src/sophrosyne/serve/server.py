@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 
 from sophrosyne.audit import AuditLog
 from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
+from sophrosyne.base.text import shorten
 from sophrosyne.base.version import __version__
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied
@@ -26,14 +27,9 @@ from sophrosyne.serve.lean import LeanServer
 from sophrosyne.serve.mapping import ERROR_CHARS, AsyncToolFn, ToolFn, map_calls
 from sophrosyne.sources import Sources
 from sophrosyne.tools.arguments import argument_error
-from sophrosyne.tools.results import (
-    QueryOutput,
-    TableList,
-    fit_rows,
-    render,
-    render_table,
-    shorten,
-)
+from sophrosyne.tools.base import fit_rows, render, render_table
+from sophrosyne.tools.execute_sql import QueryOutput
+from sophrosyne.tools.list_tables import TableList
 
 # Every word here is paid for by every client on every connection: keep it short (a test holds the total).
 INSTRUCTIONS = """\

@@ -14,11 +14,11 @@ from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token
 
 from sophrosyne import engines
+from sophrosyne.base.text import shorten
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 from sophrosyne.sql import functions as sql_functions
 from sophrosyne.sql import shape
-from sophrosyne.tools.results import shorten
 
 __all__ = ["check_sql"]
 

@@ -6,9 +6,9 @@ import re
 
 from sqlglot import exp
 
+from sophrosyne.base.text import shorten
 from sophrosyne.errors import QueryFailed, SophrosyneError, UnknownColumn, UnknownTable
 from sophrosyne.schema.catalog import Catalog, Column, Table
-from sophrosyne.tools.results import shorten
 
 # The longest name quoted back in an error: the name came from the caller, and may be huge.
 SHOWN_NAME = 80

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sophrosyne.base.text import shorten
 from sophrosyne.errors import InvalidArgument
-from sophrosyne.tools.results import shorten
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -14,9 +14,8 @@ if TYPE_CHECKING:
 MAX_VALUES = 1000
 MAX_FOUND_ROWS = 500
 MAX_HITS = 100
-# The longest text a search looks for, and the longest statement read.
+# The longest text a search looks for (the longest statement read is sql/secure.py's MAX_SQL_CHARS).
 MAX_TERM_CHARS = 1000
-MAX_SQL_CHARS = 100_000
 
 
 def count(value: int | None, name: str, default: int, most: int, setting: str | None = None) -> tuple[int, str | None]:

@@ -8,19 +8,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from sophrosyne.tools.results import (
-    CHARS_PER_TOKEN,
-    DistinctValues,
-    FoundRows,
-    QueryOutput,
-    QueryPlan,
-    SchemaHits,
-    TableDescription,
-    TableList,
-    count_tokens,
-    render,
-    shorten,
-)
+from sophrosyne.base.text import CHARS_PER_TOKEN, estimate_tokens, shorten
+from sophrosyne.tools.base import Result, render
 
 R = TypeVar("R", bound=BaseModel)
 # The nonce has a fixed length: measuring with this one measures what any other renders.
@@ -33,7 +22,7 @@ def measure(result: BaseModel) -> int:
     """Tokens of the larger of the two forms a client gets: the rendered text and the structured JSON."""
     text = render(result, _NONCE)
     data = json.dumps(result.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"), default=str)
-    return max(count_tokens(text), count_tokens(data))
+    return max(estimate_tokens(text), estimate_tokens(data))
 
 
 def fits(result: BaseModel, budget: int) -> bool:
@@ -49,9 +38,8 @@ def fit(result: R, budget: int) -> R:
     chars = budget * CHARS_PER_TOKEN
     # An echoed input (a 1 MB question, a huge SQL text) may take at most a quarter of the budget.
     _shorten_strings(cut, max(_SHORT, chars // 4))
-    cutter = _CUTTERS.get(type(cut))
-    if cutter is not None and not fits(cut, budget):
-        cutter(cut, budget)
+    if isinstance(cut, Result) and not fits(cut, budget):
+        cut.cut_to_budget(budget)
     limit = chars // 8
     while not fits(cut, budget) and limit > _SHORT:
         _shorten_strings(cut, limit)
@@ -105,131 +93,6 @@ def _dump(value: Any) -> Any:
     return value.model_dump(mode="json") if isinstance(value, BaseModel) else str(value)
 
 
-def _cut_table_list(r: TableList, budget: int) -> None:
-    totals = {"tables": len(r.tables), "groups": len(r.groups), "directives": len(r.directives)}
-    base = r.cut
-
-    def note(kept: dict[str, int]) -> None:
-        parts = [f"{kept[f]} of {totals[f]} {f}" for f in totals if kept.get(f, totals[f]) < totals[f]]
-        r.cut = _join(base, f"cut: showing {', '.join(parts)} (token budget)." if parts else None)
-
-    cut_lists(r, ["directives", "groups", "tables"], budget, note)
-
-
-def _cut_description(r: TableDescription, budget: int) -> None:
-    total = len(r.columns)
-    base = r.cut
-
-    def note(kept: dict[str, int]) -> None:
-        shown = kept["columns"]
-        more = "" if shown == total else f"cut: showing {shown} of {total} columns (token budget)."
-        r.cut = _join(base, more or None)
-
-    cut_lists(r, ["referenced_by", "references", "columns"], budget, note)
-
-
-def _cut_values(r: DistinctValues, budget: int) -> None:
-    total, base = len(r.values), r.cut
-
-    def note(kept: dict[str, int]) -> None:
-        left = total - kept["values"]
-        r.cut = _join(
-            base, f"cut: {left} more values not shown (token budget); pass a smaller limit." if left else None
-        )
-
-    cut_lists(r, ["values"], budget, note)
-
-
-def _cut_hits(r: SchemaHits, budget: int) -> None:
-    total = len(r.hits)
-
-    def note(kept: dict[str, int]) -> None:
-        r.cut = f"cut: showing {kept['hits']} of {total} columns (token budget)." if kept["hits"] < total else None
-
-    cut_lists(r, ["hits"], budget, note)
-
-
-def _cut_plan(r: QueryPlan, budget: int) -> None:
-    total = len(r.plan)
-
-    def note(kept: dict[str, int]) -> None:
-        r.cut = f"cut: showing {kept['plan']} of {total} plan lines (token budget)." if kept["plan"] < total else None
-
-    cut_lists(r, ["hints", "plan"], budget, note)
-
-
-def _cut_query(r: QueryOutput, budget: int) -> None:
-    base = r.cut
-    width = len(r.columns)
-    # A wide result: the columns that fit in one row's share of the budget, then the rows that fit.
-    if width > 1 and not _first_row_fits(r, budget // 2):
-        columns, rows = list(r.columns), [list(row) for row in r.rows]
-        low, high = 1, width - 1
-        while low < high:
-            mid = (low + high + 1) // 2
-            r.columns, r.rows = columns[:mid], [row[:mid] for row in rows]
-            if _first_row_fits(r, budget // 2):
-                low = mid
-            else:
-                high = mid - 1
-        r.columns, r.rows = columns[:low], [row[:low] for row in rows]
-        base = _join(base, f"cut: showing {low} of {width} columns (token budget); select the columns you need.")
-    total = len(r.rows)
-
-    def note(kept: dict[str, int]) -> None:
-        shown = kept["rows"]
-        r.row_count = shown
-        more = None
-        if shown < total:
-            more = f"cut: showing {shown} of {total} rows (token budget); aggregate, or add a WHERE or LIMIT."
-            r.truncated = True
-        r.cut = _join(base, more)
-
-    cut_lists(r, ["rows"], budget, note)
-
-
-def _first_row_fits(r: QueryOutput, budget: int) -> bool:
-    head = r.model_copy(update={"rows": r.rows[:1]})
-    return fits(head, budget)
-
-
-def _cut_found(r: FoundRows, budget: int) -> None:
-    total, base = len(r.matches), r.cut
-    share = max(1, budget // max(1, total))
-    for match in r.matches:
-        # Each table's rows get an equal share; a wide table keeps the columns that fit in it.
-        kept = _rows_within(match.columns, match.rows, share)
-        if kept < len(match.rows):
-            match.rows = match.rows[:kept]
-            base = _join(base, f"rows of {match.table} cut to {kept} (token budget).")
-
-    def note(kept: dict[str, int]) -> None:
-        left = total - kept["matches"]
-        r.cut = _join(base, f"cut: {left} more tables with matches not shown (token budget)." if left else None)
-
-    cut_lists(r, ["matches"], budget, note)
-
-
-def _rows_within(columns: list[str], rows: list[list[Any]], budget: int) -> int:
-    used = count_tokens(json.dumps(columns, default=str))
-    for i, row in enumerate(rows):
-        used += count_tokens(json.dumps(row, ensure_ascii=False, default=str)) * 2
-        if used > budget:
-            return max(0, i)
-    return len(rows)
-
-
-_CUTTERS: dict[type, Callable[[Any, int], None]] = {
-    TableList: _cut_table_list,
-    TableDescription: _cut_description,
-    DistinctValues: _cut_values,
-    SchemaHits: _cut_hits,
-    QueryPlan: _cut_plan,
-    QueryOutput: _cut_query,
-    FoundRows: _cut_found,
-}
-
-
 # -- the last resorts ------------------------------------------------------------------------------------------
 
 
@@ -262,8 +125,3 @@ def _empty_lists(value: BaseModel) -> None:
 def _note(value: BaseModel, text: str) -> None:
     if "cut" in type(value).model_fields:
         value.cut = text  # type: ignore[attr-defined]
-
-
-def _join(*notes: str | None) -> str | None:
-    joined = " ".join(n for n in notes if n)
-    return joined or None

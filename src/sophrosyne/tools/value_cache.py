@@ -10,16 +10,13 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sophrosyne.base.text import normalize
+
 _WORD = re.compile(r"\w+")
 # Below this many values every value is scored; above it, only values sharing a word with the search.
 FULL_SCAN_VALUES = 5_000
 # A column whose load failed is not tried again for this long (its live search serves meanwhile).
 RETRY_AFTER_S = 60.0
-
-
-def normalized(value: Any) -> str:
-    """A value as an exact match compares it: case and runs of spaces aside."""
-    return " ".join(str(value).lower().split())
 
 
 @dataclass
@@ -48,7 +45,7 @@ class ColumnValues:
         if self._words is not None:
             return
         self._values = [v for v in self.counts if v is not None]
-        self._lowered = [normalized(v) for v in self._values]
+        self._lowered = [normalize(v) for v in self._values]
         words: dict[str, list[int]] = {}
         for i, text in enumerate(self._lowered):
             for word in set(_WORD.findall(text)):
@@ -60,7 +57,7 @@ class ColumnValues:
         match, unless `more`), then, when nothing matched exactly, the closest fuzzy neighbours. Each says how it
         matched."""
         self._prepare()
-        wanted = normalized(needle)
+        wanted = normalize(needle)
         exact = [i for i, text in enumerate(self._lowered) if text == wanted]
         found = [(i, "exact", 100.0) for i in exact]
         seen = set(exact)

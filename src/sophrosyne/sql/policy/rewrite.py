@@ -10,6 +10,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne import engines
+from sophrosyne.base.text import shorten
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.schema.catalog import Catalog, Table
 from sophrosyne.sql import functions as sql_functions
@@ -19,7 +20,6 @@ from sophrosyne.sql.policy.mending import complete_group_by, join_in_written_ord
 from sophrosyne.sql.policy.roles import SYSTEM_TABLE, Role
 from sophrosyne.sql.policy.row_filter import function_refusal, parse_row_filter
 from sophrosyne.sql.policy.view import inherited
-from sophrosyne.tools.results import shorten
 
 E = TypeVar("E", bound=exp.Expr)
 

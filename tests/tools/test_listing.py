@@ -12,8 +12,8 @@ from fixtures.big import synthetic
 from sophrosyne.environment import Environment
 from sophrosyne.schema.catalog import Column, Table, group_tables
 from sophrosyne.settings import Settings
+from sophrosyne.tools.base import render
 from sophrosyne.tools.budget import measure
-from sophrosyne.tools.results import render
 
 
 def every_page(env: Environment, pattern: str | None = None) -> tuple[set[str], int]:

@@ -12,7 +12,7 @@ from sqlglot import exp
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 from sophrosyne.sql.guard import check_sql
 
-GOLDEN = Path(__file__).parent / "golden" / "guard.sql"
+GOLDEN = Path(__file__).parents[1] / "golden" / "guard.sql"
 DIALECTS = {"sqlite", "duckdb", "postgres", "mysql"}
 
 

@@ -12,7 +12,7 @@ from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
 from sophrosyne.settings import Settings
 
-POLICY = Path(__file__).parents[1] / "examples" / "policy.toml"
+POLICY = Path(__file__).parents[2] / "examples" / "policy.toml"
 QUESTION = "How many employees enrolled in each training course?"
 KNOWLEDGE = "enrolled refers to training_enrollments; course refers to training_courses.title"
 

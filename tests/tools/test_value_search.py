@@ -12,7 +12,7 @@ import pytest
 from fixtures.engines import build_sqlite
 from sophrosyne.environment import Environment
 from sophrosyne.settings import Settings
-from sophrosyne.tools.results import render
+from sophrosyne.tools.base import render
 
 
 @pytest.fixture(scope="module")

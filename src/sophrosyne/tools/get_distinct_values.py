@@ -1,4 +1,4 @@
-"""Value grounding: a column's distinct values from memory, or searched live over the whole table, never a
+"""get_distinct_values: a column's distinct values from memory, or searched live over the whole table, never a
 claim of absence that was not checked."""
 
 from __future__ import annotations
@@ -6,39 +6,110 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+from pydantic import Field
 from sqlglot import exp
 
 from sophrosyne.base import deadline
-from sophrosyne.database import QueryResult
-from sophrosyne.engines import Engine
+from sophrosyne.base.data_blocks import close_data, open_data
+from sophrosyne.base.text import normalize
 from sophrosyne.errors import QueryFailed, QueryTimeout, UnknownColumn
-from sophrosyne.schema.catalog import Column, Table, is_text_type, table_ref
+from sophrosyne.schema.catalog import Column, Table, table_ref
 from sophrosyne.settings import Settings
-from sophrosyne.tools.results import DistinctValues, ValueCount, cell, cut_note
-from sophrosyne.tools.value_cache import BESIDE_EXACT, ColumnValues, Match, ValueCache, normalized
+from sophrosyne.sql.lookup import column_named, table_named
+from sophrosyne.sql.queries import contains, prefix
+from sophrosyne.sql.secure import SecurePath
+from sophrosyne.tools.arguments import MAX_VALUES, count, not_too_long
+from sophrosyne.tools.base import Context, Result, Screen, cell, cut_note, data_text, join_notes
+from sophrosyne.tools.budget import cut_lists, fit
+from sophrosyne.tools.value_cache import BESIDE_EXACT, ColumnValues, Match, ValueCache
 
-Query = Callable[..., QueryResult]
-# Time kept back from the call's deadline to answer once a live search stops.
-ANSWER_MARGIN_S = 0.3
+# Time kept back from the call's deadline to answer once a live search stops (or a wait for the cache).
+# Not the schema's or the listing's margin (schema/live.py, directives/moderator.py): what follows differs.
+SEARCH_ANSWER_MARGIN_S = 0.3
 # Matching values a live search keeps counting (more are summed into the coverage note only).
 LIVE_KEEP = 10_000
 
-__all__ = ["Grounder", "ValueCache", "contains"]
+
+class ValueCount(Result):
+    value: Any
+    count: int
+    score: float | None = None
+    match: str | None = Field(None, description="how the value matches the search: exact, substring or fuzzy")
+
+
+class DistinctValues(Result):
+    table: str
+    column: str
+    search: str | None = None
+    values: list[ValueCount]
+    note: str | None = None
+    cut: str | None = None
+
+    def agent_lines(self, nonce: str) -> list[str]:
+        what = f" matching {self.search!r}" if self.search else ""
+        lines = [
+            f"{len(self.values)} distinct values of {self.table}.{self.column}{what} (value: count):",
+            open_data(nonce),
+        ]
+        lines.extend(f"{data_text(v.value)}: {v.count}" + (f" ({v.match})" if v.match else "") for v in self.values)
+        lines.append(close_data(nonce))
+        lines.extend(x for x in (self.note, self.cut) if x)
+        return lines
+
+    def cut_to_budget(self, budget: int) -> None:
+        total, base = len(self.values), self.cut
+
+        def note(kept: dict[str, int]) -> None:
+            left = total - kept["values"]
+            more = f"cut: {left} more values not shown (token budget); pass a smaller limit." if left else None
+            self.cut = join_notes(base, more)
+
+        cut_lists(self, ["values"], budget, note)
+
+    def show(self, screen: Screen) -> None:
+        what = f" matching {self.search!r}" if self.search else ""
+        table = screen.grid(screen.escape(f"{self.table}.{self.column}{what}"), "value", "count", "match")
+        for v in self.values:
+            table.add_row(screen.text(v.value), f"{v.count:,}", "" if v.score is None else f"{v.score:.0f}")
+        screen.show(table)
+        screen.notes(self.note, self.cut)
+
+
+class Grounded(Context, Protocol):
+    """An environment with its grounder: the value counts it keeps, per role."""
+
+    @property
+    def grounder(self) -> Grounder: ...
+
+
+def get_distinct_values(
+    env: Grounded, table: str, column: str, search: str | None = None, limit: int | None = None
+) -> DistinctValues:
+    """Distinct values with counts; with `search`, an exact match (case and spaces aside) alone, else values
+    holding it, then fuzzy neighbours, each with its match kind."""
+    t = table_named(env.catalog, table, env.name)
+    c = column_named(t, column)
+    if search is not None:
+        not_too_long(search, "search")
+    settings = env.settings
+    most, capped = count(limit, "limit", settings.distinct_limit, MAX_VALUES)
+    # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
+    result = env.grounder.distinct_values(t, c, t.row_estimate, search, most, more=limit is not None)
+    if capped:
+        result.note = " ".join(x for x in (capped, result.note) if x)
+    return fit(result, settings.token_budget)
 
 
 class Grounder:
     """get_distinct_values for one environment: cached value counts, or a live search within the deadline."""
 
-    def __init__(
-        self, query: Query, settings: Settings, engine: Engine, cache: ValueCache, *, scope: tuple[str, str]
-    ) -> None:
-        self.query = query  # the environment's secured path: guard, the role's rewrite, a read-only session
+    def __init__(self, secure: SecurePath, settings: Settings, cache: ValueCache, *, scope: tuple[str, str]) -> None:
+        self.query = secure.query  # the environment's secured path: guard, the role's rewrite, a read-only session
         self.settings = settings
-        self.engine = engine
-        self.dialect = engine.name
+        self.engine = secure.engine
+        self.dialect = self.engine.name
         self.cache = cache
         self.scope = scope  # (database, role): counts are per role
 
@@ -65,7 +136,7 @@ class Grounder:
         values = self.cache.get(key)
         small = (size or 0) <= self.settings.distinct_scan_rows
         if values is None and small and not self.cache.too_many(key):
-            wait = deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S
+            wait = deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S
             values = self.cache.load(key, lambda: self._count_values(t, c.name), wait)
         if values is not None:
             return self._from_memory(t, c, values, search, limit, more)
@@ -109,7 +180,7 @@ class Grounder:
         rows = self.settings.distinct_scan_rows
         query = (
             exp.select(col, exp.Count(this=exp.Star()).as_("n"))
-            .from_(_prefix(t, col, rows))
+            .from_(prefix(t, col, rows))
             .group_by(col)
             .order_by(exp.Ordered(this=exp.column("n"), desc=True))
             .limit(limit + 1)
@@ -133,15 +204,15 @@ class Grounder:
         """Values holding the search, read from the whole table, chunk by chunk where the engine allows, until
         the call's deadline: the note says how much was searched, and absence is claimed only when all was."""
         counts, searched, complete = self._scan(t, c, search)
-        wanted = normalized(search)
+        wanted = normalize(search)
         found = [
-            Match(v, n, "exact" if normalized(v) == wanted else "substring", 100.0)
+            Match(v, n, "exact" if normalize(v) == wanted else "substring", 100.0)
             for v, n in counts.items()
             if v is not None
         ]
         exact = [m for m in found if m.kind == "exact"]
         order = {"exact": 0, "substring": 1}
-        found.sort(key=lambda m: (order[m.kind], -m.count, normalized(m.value)))
+        found.sort(key=lambda m: (order[m.kind], -m.count, normalize(m.value)))
         if exact and not more:
             found = exact + [m for m in found if m.kind != "exact"][:BESIDE_EXACT]
         found = found[:limit]
@@ -165,7 +236,7 @@ class Grounder:
                 result = self.query(
                     query.group_by(col).sql(dialect=self.dialect),
                     limit=LIVE_KEEP,
-                    timeout_s=max(0.05, deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S),
+                    timeout_s=max(0.05, deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S),
                 )
             except QueryTimeout:
                 return counts, None, False
@@ -176,7 +247,7 @@ class Grounder:
         start = low
         searched = 0
         while start <= high:
-            left = deadline.remaining(self.settings.timeout_s) - ANSWER_MARGIN_S
+            left = deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S
             if left <= 0.05:
                 return counts, searched, False
             rowid = exp.column("rowid")
@@ -209,30 +280,6 @@ class Grounder:
         if low is None or high is None:
             return None
         return int(low), int(high)
-
-
-def contains(
-    engine: Engine, column: exp.Column, type_name: str, needle: str, *, any_spacing: bool = False
-) -> exp.Expression:
-    """`column` holds `needle`, ignoring case, as cheaply as the engine allows (wildcards in it are literal;
-    with `any_spacing`, its words may stand apart by any run of characters)."""
-    text: exp.Expression = column if is_text_type(type_name) else exp.cast(column, exp.DataType.build("TEXT"))
-    words = needle.lower().split() if any_spacing else [needle.strip().lower()]
-    escaped = "%".join(w.replace("!", "!!").replace("%", "!%").replace("_", "!_") for w in words)
-    pattern = exp.Literal.string(f"%{escaped}%")
-    like: exp.Expression
-    if engine.has_ilike:
-        like = exp.ILike(this=text, expression=pattern)
-    elif engine.like_ignores_ascii_case and needle.isascii():
-        like = exp.Like(this=text, expression=pattern)
-    else:
-        like = exp.Like(this=exp.Lower(this=text), expression=pattern)
-    return exp.Escape(this=like, expression=exp.Literal.string("!"))
-
-
-def _prefix(table: Table, col: exp.Column, rows: int) -> exp.Subquery:
-    """The first `rows` rows of one column: what a live answer on a large table may read."""
-    return exp.select(col.copy()).from_(table_ref(table)).limit(rows).subquery("_scan")
 
 
 def _of_rows(table: Table) -> str:
@@ -291,12 +338,3 @@ def _found_note(
     if complete:
         return f"No value of {t.name}.{c.name} holds {search!r}; other spellings were not checked."
     return f"No value of {t.name}.{c.name} holding {search!r} was found in the rows searched."
-
-
-def distinct_query(table: Table, column: str, limit: int, dialect: str, among: list[Any] | None = None) -> str:
-    """`SELECT DISTINCT column FROM table [WHERE column IN (among)] LIMIT limit`, quoted for `dialect`."""
-    target = exp.column(column, quoted=True)
-    query = exp.select(target).distinct().from_(table_ref(table)).limit(limit)
-    if among is not None:
-        query = query.where(target.isin(*(exp.convert(v) for v in among)))
-    return query.sql(dialect=dialect)

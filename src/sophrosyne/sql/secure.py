@@ -1,0 +1,119 @@
+"""The one secured path: guard, then the role's rewrite, then a read-only session, then the audit line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from sqlglot import exp
+
+from sophrosyne.audit import note_statement
+from sophrosyne.database import Database, QueryResult
+from sophrosyne.engines import Engine
+from sophrosyne.errors import InvalidArgument, QueryFailed
+from sophrosyne.schema.catalog import Catalog
+from sophrosyne.settings import Settings
+from sophrosyne.sql import guard
+from sophrosyne.sql.lookup import explain_error
+from sophrosyne.sql.policy import Role, reads_fences, rewrite_for, shown_columns
+from sophrosyne.sql.queries import distinct_query
+from sophrosyne.sql.shape import ShapeLimits
+
+# Parsing is not linear in the text (a megabyte of quoted strings takes minutes), and cannot be stopped
+# midway: a statement past this length is refused before it is read.
+MAX_SQL_CHARS = 100_000
+
+
+class Secured(NamedTuple):
+    """What the path gives back: the rows, the SQL as executed, and the statement as the guard read it."""
+
+    result: QueryResult
+    executed: str
+    expression: exp.Expression
+
+
+class SecurePath:
+    """The only way a tool reads data, for one role of one database.
+
+    `policed` gives the catalog the role's rules apply to, `catalog` the one the role sees (for errors
+    that name what it may know); both are the Environment's, which keeps them current."""
+
+    def __init__(
+        self,
+        database: Database,
+        role: Role,
+        settings: Settings,
+        *,
+        policed: Callable[[], Catalog],
+        catalog: Callable[[], Catalog],
+    ) -> None:
+        self.db = database
+        self.role = role
+        self.settings = settings
+        self._policed = policed
+        self._catalog = catalog
+
+    @property
+    def dialect(self) -> str:
+        return self.db.dialect
+
+    @property
+    def engine(self) -> Engine:
+        return self.db.engine
+
+    def run(self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False) -> Secured:
+        """Guard, then the role's rewrite, then a read-only session.
+
+        With `explain`, the engine plans the rewritten statement instead of running it.
+        """
+        if len(sql) > MAX_SQL_CHARS:
+            raise InvalidArgument(
+                f"the statement is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are read.",
+                hint="Write a shorter statement: filter with a subquery or a join rather than a long literal list.",
+            )
+        dialect = self.dialect
+        expression = guard.check_sql(sql, dialect, ShapeLimits.from_settings(self.settings))
+        # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
+        rewritten = (
+            expression if self.role.unrestricted else rewrite_for(self.role, expression, self._policed(), dialect)
+        )
+        fenced = reads_fences(rewritten)
+        # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
+        executed = rewritten.sql(dialect=dialect, copy=rewritten is expression)
+        sent = f"{self.db.engine.explain} {executed}" if explain else executed
+        try:
+            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=fenced)
+        except QueryFailed as exc:
+            raise explain_error(exc, expression, self._catalog(), self.db.name) from None
+        if explain:
+            note_statement(sql, sent, len(result.rows))
+            return Secured(result, executed, expression)
+        if not self.role.unrestricted:
+            columns = shown_columns(rewritten, result.columns) if self.db.engine.names_columns_by_rendering else None
+            # The third layer: rows outside the role's scope are dropped even if a rewrite let them through.
+            kept = self.role.filter_rows(self.role.scoped_table(expression), result.columns, result.rows)
+            result = QueryResult(columns or result.columns, kept, result.truncated, result.elapsed_ms, result.cut)
+        note_statement(sql, executed, len(result.rows))
+        return Secured(result, executed, expression)
+
+    def query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:
+        """The rows of a statement read through the path (the SQL the tools build themselves)."""
+        return self.run(sql, limit=limit, timeout_s=timeout_s).result
+
+    def distinct_values(self, table: str, column: str, limit: int) -> list[Any]:
+        """Distinct values of a column for the value index, as the role sees them."""
+        query = distinct_query(self._catalog().tables[table], column, limit, self.dialect)
+        return [row[0] for row in self.query(query, limit=limit).rows]
+
+    def held_values(self, table: str, column: str, values: list[Any]) -> set[Any]:
+        """Which of `values` a column holds, as the role sees it (join confirmation)."""
+        literals = [v for v in values if isinstance(v, str | int | float) and not isinstance(v, bool)][:100]
+        known = self._catalog().table(table)
+        if not literals or known is None:
+            return set()
+        query = distinct_query(known, column, len(literals), self.dialect, among=literals)
+        return {row[0] for row in self.query(query, limit=len(literals)).rows}
+
+    def shown_sql(self, executed: str, expression: exp.Expression) -> str:
+        """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
+        return executed if self.role.unrestricted else expression.sql(dialect=self.dialect)
