@@ -20,12 +20,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from index_build import WORDS, synthetic_catalog
 
+from sophrosyne.base.words import split_identifier
 from sophrosyne.bench.data.folders import datasets_root
 from sophrosyne.directives import compute_directives
 from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.directives.scoring import warm
 from sophrosyne.index import SchemaIndex
-from sophrosyne.index.text import split_identifier
 from sophrosyne.schema.catalog import Catalog
 
 BUDGETS = {"latency_p95_ms": 20.0, "index_785_s": 60.0, "index_5000_s": 120.0}

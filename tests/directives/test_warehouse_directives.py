@@ -3,6 +3,7 @@ units, long knowledge documents read by passage, and a bounded rendering surest 
 
 from __future__ import annotations
 
+from sophrosyne.base.words import expanded
 from sophrosyne.directives import Directives, TableDirective, compute_directives
 from sophrosyne.directives.knowledge import passages, relevant_passages
 from sophrosyne.directives.prepared import prepare_schema
@@ -10,7 +11,6 @@ from sophrosyne.directives.scoring import score_tables, synonyms
 from sophrosyne.directives.units import fold_units, shard_skeleton, tie_twins, twin_key
 from sophrosyne.index import SchemaIndex, ValueIndex
 from sophrosyne.index.lexicon import lexicon_for
-from sophrosyne.index.text import expanded
 from sophrosyne.index.values import value_form
 from sophrosyne.schema.catalog import Catalog, Column, Table
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from fixtures.openai_server import scripted_server
+from sophrosyne.base.words import split_identifier, stem, stemmed, tokenize
 from sophrosyne.bench.data.files import load_catalogs
 from sophrosyne.database import open_database
 from sophrosyne.index import (
@@ -23,7 +24,6 @@ from sophrosyne.index import (
     reciprocal_rank_fusion,
     schema_key,
 )
-from sophrosyne.index.text import normalize, split_identifier, stem, tokenize
 from sophrosyne.index.values import load_or_build_values
 from sophrosyne.index.vectors import VectorIndex
 from sophrosyne.schema.catalog import Catalog, load_bird_descriptions
@@ -61,7 +61,7 @@ def test_split_identifier(name: str, expected: list[str]) -> None:
 def test_tokenize_drops_stopwords_and_stems() -> None:
     assert tokenize("What are the names of the schools in cities?") == ["name", "school", "city"]
     assert stem("classes") == "class" and stem("status") == "status" and stem("bus") == "bus"
-    assert normalize("set_translations") == normalize("Set Translations") == "set translation"
+    assert stemmed("set_translations") == stemmed("Set Translations") == "set translation"
 
 
 def test_reciprocal_rank_fusion_rewards_agreement() -> None:

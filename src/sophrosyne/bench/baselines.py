@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from sophrosyne.base.words import split_identifier
 from sophrosyne.directives import Directives, TableDirective
 from sophrosyne.directives.knowledge import Knowledge, described_phrases, infer_identifiers, knowledge_text
 from sophrosyne.index.lexicon import lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.text import split_identifier
 from sophrosyne.schema.catalog import Catalog
 
 PAPER_RULES_TOP1 = "paper_rules_top1"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sophrosyne.index.text import QUERY_NOISE, STOPWORDS, word_tokens
+from sophrosyne.base.words import QUERY_NOISE, STOPWORDS, word_tokens
 
 Knowledge = str | list[str] | None
 """Knowledge entries as a caller gives them: one text, a list of entries, or none."""
@@ -161,6 +161,6 @@ def relevant_passages(
 
 def tokenize_words(text: str) -> list[str]:
     """Content words, stemmed: what two texts must share to be about the same thing."""
-    from sophrosyne.index.text import tokenize
+    from sophrosyne.base.words import tokenize
 
     return [w for w in tokenize(text) if w not in QUERY_NOISE and not w.isdigit()]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sophrosyne.base.words import QUERY_NOISE, stemmed, tokenize
 from sophrosyne.directives.knowledge import (
     Knowledge,
     knowledge_text,
@@ -22,7 +23,6 @@ from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_
 from sophrosyne.directives.units import Units, shards_named
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.text import QUERY_NOISE, normalize, tokenize
 from sophrosyne.index.values import ValueIndex
 from sophrosyne.index.vectors import one_blas_thread
 from sophrosyne.schema.catalog import Catalog
@@ -134,11 +134,11 @@ def _score_tables(
 def _named_schemas(question: str, schemas: set[str]) -> set[str]:
     """Schemas (a warehouse's datasets) the question names by their name or its first two words, spaced any
     way: `covid19_jhu_csse` by "COVID-19", `world_bank_wdi` by "World Bank", `PANCANCER_ATLAS` by "PanCancer Atlas"."""
-    words = normalize(question).split()
+    words = stemmed(question).split()
     compact = {"".join(words[i : i + n]) for n in range(1, 7) for i in range(len(words) - n + 1)}
     named = set()
     for schema in schemas:
-        parts = normalize(schema.rsplit(".", 1)[-1]).split()
+        parts = stemmed(schema.rsplit(".", 1)[-1]).split()
         for phrase in {" ".join(parts), " ".join(parts[:2])}:
             if (" " in phrase or len(phrase) >= 4) and phrase.replace(" ", "") in compact:
                 named.add(schema)

@@ -9,11 +9,11 @@ import numpy.typing as npt
 
 from sophrosyne.base.text import normalize as normalize_value
 from sophrosyne.base.text import shorten
+from sophrosyne.base.words import STOPWORDS, stemmed, word_tokens
 from sophrosyne.directives.knowledge import infer_identifiers, quoted_literals
 from sophrosyne.index.fusion import fuse_rankings, top_ranked
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.text import STOPWORDS, normalize, word_tokens
 from sophrosyne.index.values import ValueIndex
 from sophrosyne.schema.catalog import Catalog
 
@@ -45,7 +45,7 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
         table_part, _, column_part = ident.rpartition(".")
         holders = [t for t, _ in lexicon.raw_columns.get(column_part.lower(), [])]
         if not holders:
-            holders = [t for t, _ in lexicon.columns.get(normalize(column_part), [])]
+            holders = [t for t, _ in lexicon.columns.get(stemmed(column_part), [])]
         if table_part:
             qualified = [t for t in holders if t.lower() == table_part.lower()]
             holders = qualified or holders
@@ -71,7 +71,7 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
         for t in holders if len(holders) > 1 else []:
             board[t].note("knowledge_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`", 0.3)
     # Spellings are looked up among the text's runs of words: a warehouse has tens of thousands of them.
-    grams = lexicon.grams(normalize(question + " " + knowledge))
+    grams = lexicon.grams(stemmed(question + " " + knowledge))
     # Compared without spaces too: `CytoBands_hg38` splits into three words, `CYTOBANDS_HG38` into two.
     compact = {g.replace(" ", "") for g in grams if " " in g}
     for table, phrases in lexicon.table_phrases.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sophrosyne.index.text import split_identifier
+from sophrosyne.base.words import split_identifier
 from sophrosyne.schema.catalog import Catalog, Table
 
 # Digit runs of four or more (years, dates) and a digit run ending the name vary between shards:

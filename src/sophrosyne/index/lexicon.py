@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sophrosyne.index.text import expanded, normalize, tokenize
+from sophrosyne.base.words import expanded, stemmed, tokenize
 from sophrosyne.schema.catalog import Catalog
 
 
@@ -75,10 +75,10 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
         # A qualified warehouse name (`project.dataset.table`) is written in a question by its last part,
         # a date-sharded one without its date.
         short = table.name.rsplit(".", 1)[-1]
-        phrases = {normalize(table.name), normalize(short), normalize(short.rstrip("0123456789_"))}
+        phrases = {stemmed(table.name), stemmed(short), stemmed(short.rstrip("0123456789_"))}
         table_phrases[table.name] = sorted(p for p in phrases if p)
         for column in table.columns:
-            spellings = {normalize(column.name), normalize(column.readable_name), normalize(expanded(column.name))}
+            spellings = {stemmed(column.name), stemmed(column.readable_name), stemmed(expanded(column.name))}
             for spelling in spellings - {""}:
                 columns.setdefault(spelling, []).append((table.name, column.name))
             raw.setdefault(column.name.lower(), []).append((table.name, column.name))

@@ -17,11 +17,11 @@ import bm25s
 import numpy as np
 import numpy.typing as npt
 
+from sophrosyne.base.words import expanded, split_identifier, tokenize
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.cache import clean_stale, reason, tell_once, temp_prefix, unavailable
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.fusion import reciprocal_rank_fusion
-from sophrosyne.index.text import expanded, split_identifier, tokenize
 from sophrosyne.index.vectors import VectorIndex
 from sophrosyne.schema.catalog import Catalog
 

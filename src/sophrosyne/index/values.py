@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from sophrosyne.base.text import normalize
+from sophrosyne.base.words import stem
 from sophrosyne.index.cache import clean_stale, temp_prefix, unavailable
-from sophrosyne.index.text import stem
 from sophrosyne.schema.catalog import Catalog, is_text_type
 
 if TYPE_CHECKING:

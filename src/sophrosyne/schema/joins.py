@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sophrosyne.index.text import split_identifier, stem
+from sophrosyne.base.words import split_identifier, stem
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
 Sample = Callable[[str, str, int], list[Any]]

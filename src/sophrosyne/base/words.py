@@ -1,4 +1,4 @@
-"""Text for the schema index: identifier splitting, normalisation and tokens for BM25 and matching."""
+"""Words of names and questions: identifiers split, stemmed, abbreviations expanded, tokens for BM25 and matching."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def tokenize(text: str) -> list[str]:
     return [stem(w) for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
-def normalize(text: str) -> str:
+def stemmed(text: str) -> str:
     """One canonical spelling for exact matching: words joined by single spaces, stemmed."""
     return " ".join(stem(w) for w in words(text))
 
