@@ -61,15 +61,19 @@ def test_a_long_cte_chain_is_refused_at_once_on_postgres(pg_env: Environment, n:
     sql = cte_chain(n)
     assert len(sql) < 100_000  # under the SQL size limit: only the shape limits stop it
     for view in (pg_env, ready(pg_env.for_role(ROLE))):
-        started = time.perf_counter()
-        sqlglot.tokenize(sql, read="postgres")
-        tokenized = time.perf_counter() - started
+        # The same text tokenizes in 15 to 150 ms from one run to the next (the allocator, not the text): the
+        # slower of two runs is the yardstick.
+        tokenized = 0.0
+        for _ in range(2):
+            started = time.perf_counter()
+            sqlglot.tokenize(sql, read="postgres")
+            tokenized = max(tokenized, time.perf_counter() - started)
         started = time.perf_counter()
         with pytest.raises(RejectedSQL) as caught:
             view.execute_sql(sql)
-        # Refused once tokenized, before it is parsed or planned (a ratio in the same run holds on a busy
-        # machine); planning it took PostgreSQL 23 s for 500 CTEs and 14 minutes for 3,000.
-        assert time.perf_counter() - started < 3 * tokenized + 0.5
+        # Refused once tokenized, before it is parsed or planned (a ratio in the same run, with a margin, holds
+        # on a busy machine); planning it took PostgreSQL 23 s for 500 CTEs and 14 minutes for 3,000.
+        assert time.perf_counter() - started < 3 * tokenized + 1.5
         assert "sql_max_ctes" in caught.value.message and "32" in caught.value.message
         assert caught.value.hint
 
