@@ -23,9 +23,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import build_sqlite
-from fixtures.policies import POLICY, TOKENS
+from fixtures.policies import POLICY, TOKENS, leaked
 from sophrosyne.sql.policy import hash_token
-from test_security_adversarial import leaked
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLS: list[tuple[str, dict[str, Any]]] = [

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from fixtures.engines import MARIADB, PG_DSN, unique_name
+from fixtures.policies import ROLE
 from sophrosyne.environment import Environment
 from sophrosyne.sql.policy import restrict
 from sophrosyne.tools.base import render
-from test_security_adversarial import ROLE
 
 TERMS = ["Operations", "Lovelace", "Ada", "sick", "D042", "Finance", "2025", "a", "zzz"]
 SEARCHES = ["op", "ada", "lov", "x"]

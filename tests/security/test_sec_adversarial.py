@@ -7,88 +7,14 @@ when its rows hold no value the role may not see. The database must be unchanged
 
 from __future__ import annotations
 
-import datetime as dt
-from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from fixtures.engines import ROWS, SERVER_ENGINES, content_checksum, sha256_file
-from fixtures.policies import ABSENCE_FILTER
+from fixtures.engines import SERVER_ENGINES, content_checksum, sha256_file
+from fixtures.policies import HIDDEN, ROLE, SECRETS, leaked
 from sophrosyne.environment import Environment
 from sophrosyne.errors import QueryFailed, SophrosyneError, UnknownColumn, UnknownTable
-from sophrosyne.sql.policy import Role, TableRule
-
-ROLE = Role(
-    "ops",
-    tables={
-        "departments": TableRule(row_filter="dept_code = 'D042'", hidden=["budget"]),
-        "employees": TableRule(row_filter="department = 'D042'", hidden=["hire_date"]),
-        "absence_records": TableRule(row_filter=ABSENCE_FILTER, hidden=["reason"]),
-    },
-    denied=["notes", "Order Details"],
-)
-COLUMNS = {
-    "departments": ["dept_code", "dept_name", "budget"],
-    "employees": ["employee_id", "full_name", "department", "hire_date", "manager_id"],
-    "absence_records": ["record_id", "employee_id", "absence_date", "reason", "hours"],
-    "notes": ["note_id", "body", "tag", "archived_at"],
-    "Order Details": ["Order ID", "group", "Free Meal Count (K-12)", "Note Text"],
-}
-HIDDEN = {("departments", "budget"), ("employees", "hire_date"), ("absence_records", "reason")}
-
-
-def in_scope(table: str, row: dict[str, Any]) -> bool:
-    if table == "departments":
-        return bool(row["dept_code"] == "D042")
-    if table == "employees":
-        return bool(row["department"] == "D042")
-    if table == "absence_records":
-        return row["employee_id"] in {r[0] for r in ROWS["employees"] if r[2] == "D042"}
-    return False
-
-
-def comparable(value: Any) -> str | None:
-    """Strings, dates and decimals, as text: the values a leak would show (small integers are ids/counts)."""
-    if isinstance(value, str):
-        return value.casefold()
-    if isinstance(value, dt.date):
-        return value.isoformat()[:10]
-    if isinstance(value, float | Decimal):
-        return str(float(value))
-    return None
-
-
-def secret_values() -> set[str]:
-    seen: set[str] = set()
-    hidden: set[str] = set()
-    for table, rows in ROWS.items():
-        for values in rows:
-            row = dict(zip(COLUMNS[table], values, strict=True))
-            for column, value in row.items():
-                text = comparable(value)
-                if text is None:
-                    continue
-                visible = in_scope(table, row) and (table, column) not in HIDDEN
-                (seen if visible else hidden).add(text)
-    return hidden - seen
-
-
-SECRETS = secret_values()
-LONG_SECRETS = [s for s in SECRETS if len(s) >= 6]
-
-
-def leaked(rows: list[list[Any]]) -> list[str]:
-    found = []
-    for row in rows:
-        for value in row:
-            text = comparable(value) if not isinstance(value, str) else value.casefold()
-            if text is None:
-                continue
-            if text in SECRETS or (isinstance(value, str) and any(s in text for s in LONG_SECRETS)):
-                found.append(str(value))
-    return found
-
 
 # {q} quotes an identifier for the engine; {schema} is the database's own schema (or database) name.
 CASES: list[str] = [
