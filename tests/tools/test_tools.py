@@ -312,6 +312,13 @@ def test_find_rows_ignores_case_beyond_ascii(env: Environment) -> None:
     assert [row[0] for m in found.matches for row in m.rows] == [7]
 
 
+def test_find_rows_searches_views_when_asked(env: Environment) -> None:
+    assert "department_headcount" not in {m.table for m in env.find_rows("operations").matches}
+    found = env.find_rows("operations", views=True)
+    names = {r[1] for m in found.matches if m.table == "department_headcount" for r in m.rows}
+    assert names == OPERATIONS
+
+
 def test_find_rows_no_match(env: Environment) -> None:
     found = env.find_rows("qqqzzxx")
     assert found.matches == []

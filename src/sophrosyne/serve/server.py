@@ -206,13 +206,16 @@ def build_server(
         table: Annotated[str | None, Field(description="Only this table.")] = None,
         columns: Annotated[list[str] | None, Field(description="Only these columns.")] = None,
         limit: Annotated[int | None, Field(description="Most rows per table (default 20).")] = None,
+        views: Annotated[bool, Field(description="Also search views.")] = False,
         source: Source = None,
     ) -> CallToolResult:
         """Rows whose text columns contain a term, across tables: where a value lives.
 
         Example: find_rows(term="Field Operations")
         """
-        return _respond(caller_view(sources, source).find_rows(term, table=table, columns=columns, limit=limit))
+        return _respond(
+            caller_view(sources, source).find_rows(term, table=table, columns=columns, limit=limit, views=views)
+        )
 
     @tool
     @mapped

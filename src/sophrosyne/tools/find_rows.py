@@ -86,9 +86,15 @@ def _rows_within(columns: list[str], rows: list[list[Any]], budget: int) -> int:
 
 
 def find_rows(
-    env: Context, term: str, table: str | None = None, columns: list[str] | None = None, limit: int | None = None
+    env: Context,
+    term: str,
+    table: str | None = None,
+    columns: list[str] | None = None,
+    limit: int | None = None,
+    views: bool = False,
 ) -> FoundRows:
-    """Rows where `term` occurs (case-insensitive substring) in text columns, table by table."""
+    """Rows where `term` occurs (case-insensitive substring) in text columns, table by table; with `views`,
+    the views the role may read are searched too (a view repeats its tables' rows, so not by default)."""
     if not term.strip():
         raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
     not_too_long(term, "term")
@@ -96,7 +102,9 @@ def find_rows(
     limit, capped = count(limit, "limit", settings.find_rows_limit, MAX_FOUND_ROWS)
     catalog = env.catalog
     tables = (
-        [table_named(catalog, table, env.name)] if table else [t for t in catalog.tables.values() if t.kind == "table"]
+        [table_named(catalog, table, env.name)]
+        if table
+        else [t for t in catalog.tables.values() if t.kind == "table" or (views and t.kind == "view")]
     )
     wanted = {x.lower() for x in columns or []}
 
