@@ -175,7 +175,7 @@ def build_server(
     @mapped
     def describe_table(
         table: Annotated[str, Field(description="Table name.")],
-        offset: Annotated[int | None, Field(description="Skip this many columns (next page).")] = None,
+        offset: Annotated[int | None, Field(description="Skip this many (next page).")] = None,
         source: Source = None,
     ) -> CallToolResult:
         """Columns with type, keys, description, null share and sample values; foreign keys both ways.
@@ -206,7 +206,7 @@ def build_server(
         table: Annotated[str | None, Field(description="Only this table.")] = None,
         columns: Annotated[list[str] | None, Field(description="Only these columns.")] = None,
         limit: Annotated[int | None, Field(description="Most rows per table (default 20).")] = None,
-        views: Annotated[bool, Field(description="Also search views.")] = False,
+        views: Annotated[bool, Field(description="Views too.")] = False,
         source: Source = None,
     ) -> CallToolResult:
         """Rows whose text columns contain a term, across tables: where a value lives.
