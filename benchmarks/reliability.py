@@ -63,7 +63,7 @@ def big_schemas(folder: Path, sizes: list[tuple[int, int]]) -> dict[str, Any]:
                 }
             )
             time.sleep(2)
-        figures[f"{tables}_tables"] = {"budget": env.settings.token_budget, "timeout_s": env.settings.timeout_s}
+        figures[f"{tables}_tables"] = {"budget": env.settings.limits.token_budget, "timeout_s": env.settings.limits.timeout_s}
         figures[f"{tables}_tables"]["calls"] = calls
         env.db.close()
     return figures
@@ -83,7 +83,7 @@ def wide(folder: Path) -> dict[str, Any]:
         "describe_columns_shown": len(described.columns),
         "select_star_tokens": measure(rows),
         "select_star_columns_shown": len(rows.columns),
-        "budget": env.settings.token_budget,
+        "budget": env.settings.limits.token_budget,
     }
 
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from sophrosyne.cli.app import app
 from sophrosyne.environment import Environment
 from sophrosyne.serve.server import build_server
-from sophrosyne.settings import Settings
+from sophrosyne.settings import FLAT, SECTIONS, flat_name
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 COMMANDS = sorted(info.name or info.callback.__name__ for info in app.registered_commands if info.callback)
@@ -41,9 +41,14 @@ def test_every_subcommand_has_help_with_an_example_and_is_in_the_readme(group: s
 
 
 def test_every_setting_is_documented_and_in_the_readme() -> None:
-    for name, field in Settings.model_fields.items():
-        assert field.description, f"setting {name} has no description"
-        assert f"`{name}`" in README, f"setting {name} is missing from the README"
+    for section, model in SECTIONS.items():
+        assert model.__doc__ and f"**`{section}`**" in README, f"section {section} is missing from the README"
+        for name, field in model.model_fields.items():
+            assert field.description, f"setting {section}.{name} has no description"
+            assert f"| `{flat_name(section, name)}` | `{section}.{name}` |" in README, (
+                f"{section}.{name} not in the README"
+            )
+    assert set(FLAT) == {flat_name(s, n) for s, m in SECTIONS.items() for n in m.model_fields}
 
 
 def test_every_mcp_tool_has_a_description_with_an_example_and_is_in_the_readme(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ class Database:
             self._read_catalog,
             fingerprint=self.fingerprint,
             moved=self.file_moved,
-            check_every_s=settings.schema_check_s,
+            check_every_s=settings.reading.schema_check_s,
         )
         self._index_leads: dict[str, set[str]] | None = None
         self._index_leads_read = False
@@ -105,7 +105,7 @@ class Database:
         None where the engine does not say."""
         if not self._index_leads_read:
             try:
-                with self.session(self.settings.timeout_s) as cursor:
+                with self.session(self.settings.limits.timeout_s) as cursor:
                     pairs = self.engine.index_leads(cursor)
             except SophrosyneError:
                 pairs = None  # no hints rather than a failed tool call
@@ -129,9 +129,9 @@ class Database:
             session=self.session,
             run=self._first_row,
             dialect=self.dialect,
-            timeout_s=self.settings.timeout_s,
-            schemas=self.settings.schemas,
-            exact_count_rows=self.settings.exact_count_rows,
+            timeout_s=self.settings.limits.timeout_s,
+            schemas=self.settings.reading.schemas,
+            exact_count_rows=self.settings.reading.exact_count_rows,
             server=self.pool.server,
         )
         try:
@@ -167,7 +167,7 @@ class Database:
 
         The statement gets what is left of the call's deadline, if less than its own timeout."""
         deadline.check("the statement")
-        timeout = deadline.remaining(timeout_s if timeout_s is not None else self.settings.timeout_s)
+        timeout = deadline.remaining(timeout_s if timeout_s is not None else self.settings.limits.timeout_s)
         started = time.perf_counter()
         with (
             self.session(timeout, fenced=fenced) as cursor,
@@ -180,8 +180,8 @@ class Database:
                 read_rows(
                     results,
                     limit,
-                    value_chars=self.settings.read_value_chars,
-                    result_bytes=self.settings.read_result_bytes,
+                    value_chars=self.settings.limits.read_value_chars,
+                    result_bytes=self.settings.limits.read_result_bytes,
                 )
                 if description
                 else Read([], False)

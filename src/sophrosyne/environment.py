@@ -94,7 +94,7 @@ class Environment:
             from importlib import resources
 
             target = Path(str(resources.files("sophrosyne") / "data" / "demo.sqlite"))
-        policy = load_policy(settings.policy_file) if settings.policy_file else None
+        policy = load_policy(settings.paths.policy_file) if settings.paths.policy_file else None
         if role is None and policy is not None:
             role = policy.role(role_name) if role_name else policy.default_role
         elif role_name and policy is None:
@@ -153,7 +153,7 @@ class Environment:
             admitted = self.binding.admit(catalog, self.policy)
             changed = self._seen is not None
             self._seen, self._admitted, self._catalog, self._moderator = catalog, admitted, None, None
-            if changed and self.settings.directives == "directives":
+            if changed and self.settings.inference.directives == "directives":
                 # The schema changed under a running server: its indexes are rebuilt now, not at the next question.
                 self._in_background("sophrosyne-rewarm")
         return catalog
@@ -198,7 +198,7 @@ class Environment:
         block until they are ready: tools are bounded by `timeout_s`, and a first call on a fresh database
         would otherwise answer without directives while they build (a benchmark waits here first)."""
         self.db.start_reading_catalog()
-        if self.settings.directives != "directives":
+        if self.settings.inference.directives != "directives":
             if wait:
                 _ = self.catalog
         elif wait:

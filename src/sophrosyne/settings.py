@@ -1,4 +1,8 @@
-"""One settings model: every limit is typed, documented, and set by TOML file or SOPHROSYNE_* variables."""
+"""One settings model in sections: every limit is typed, documented, and set by TOML file or SOPHROSYNE_* variables.
+
+Each setting has a flat name too (`timeout_s`, `llm_retries`), unique over all sections: its environment variable
+is `SOPHROSYNE_<FLAT NAME>`, and files and `Settings(...)` may give it flat or in its section (`[limits]`).
+"""
 
 from __future__ import annotations
 
@@ -22,23 +26,19 @@ ToolMode = Literal["auto", "native", "json"]
 FALLBACK_VARIABLES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 
 
-class ModelPrice(BaseModel):
-    """What a model costs, in US dollars per million tokens."""
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    model_config = ConfigDict(extra="forbid")
+
+class ModelPrice(Section):
+    """What a model costs, in US dollars per million tokens."""
 
     input: float = Field(ge=0, description="Dollars per million prompt tokens.")
     output: float = Field(ge=0, description="Dollars per million completion tokens.")
 
 
-class Settings(BaseModel):
-    """Limits and defaults of the environment. Each field can be set as `SOPHROSYNE_<NAME>`.
-
-    Arguments given to the constructor win over `SOPHROSYNE_*` variables, which win over the defaults.
-    (A plain pydantic model reading its own variables: pydantic-settings costs 0.2 s of start-up.)
-    """
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class Limits(Section):
+    """What one call may cost: time, rows, tokens, memory, and the shape of a statement (sql/shape.py)."""
 
     row_cap: int = Field(200, ge=1, le=100_000, description="Most rows execute_sql returns to a client.")
     timeout_s: float = Field(10.0, gt=0, le=3600, description="Longest a single statement may run, seconds.")
@@ -48,7 +48,6 @@ class Settings(BaseModel):
         le=3600,
         description="execute_sql taking at least this many seconds comes back with performance hints.",
     )
-    # -- the shape of a statement (sophrosyne/sql/shape.py): bounded before the engine plans it ---------------------
     sql_max_depth: int = Field(
         100, ge=10, le=200, description="Deepest nesting of a statement's expressions and parentheses."
     )
@@ -78,10 +77,6 @@ class Settings(BaseModel):
     token_budget: int = Field(
         4000, ge=200, le=200_000, description="Most tokens a single tool response may hold before it is cut."
     )
-    sample_values: int = Field(5, ge=0, le=50, description="Distinct sample values describe_table shows per column.")
-    sample_rows: int = Field(
-        200, ge=10, le=1_000_000, description="Rows describe_table reads for samples and null shares."
-    )
     value_chars: int = Field(60, ge=8, le=2000, description="Longest a single value is shown before it is cut.")
     read_value_chars: int = Field(
         100_000,
@@ -96,6 +91,43 @@ class Settings(BaseModel):
         le=4_000_000_000,
         description="Most bytes of values one statement's result may hold in memory; reading stops there, and "
         "the response says so.",
+    )
+    question_chars: int = Field(
+        2000, ge=100, le=1_000_000, description="Longest question read for directives; a longer one is cut, noted."
+    )
+    knowledge_chars: int = Field(
+        4000, ge=100, le=1_000_000, description="Longest knowledge read for directives; a longer one is cut, noted."
+    )
+    http_request_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds an HTTP client has to send a whole request (headers and body), from connecting or "
+        "from its previous answer; a slower connection is closed.",
+    )
+    http_connections_per_client: int = Field(
+        128,
+        ge=1,
+        le=1_000_000,
+        description="Most HTTP connections one client address may hold open (per worker); beyond, a connection "
+        "is answered 429 and closed. Behind a reverse proxy every client has the proxy's address: raise it there.",
+    )
+
+
+class Reading(Section):
+    """What is read of a database and when: schemas, samples, distinct values, the value index, joins."""
+
+    schemas: str = Field(
+        "*",
+        description="Schemas to read, comma-separated: `*` is every schema the connection can read (the search "
+        "path's first, by plain name; others as schema.table); `search_path` is the search path's only.",
+    )
+    schema_check_s: float = Field(
+        2.0, ge=0, le=3600, description="Seconds between checks that the schema changed; 0 checks on every call."
+    )
+    sample_values: int = Field(5, ge=0, le=50, description="Distinct sample values describe_table shows per column.")
+    sample_rows: int = Field(
+        200, ge=10, le=1_000_000, description="Rows describe_table reads for samples and null shares."
     )
     distinct_limit: int = Field(
         50, ge=1, le=10_000, description="Default number of values get_distinct_values returns."
@@ -126,31 +158,22 @@ class Settings(BaseModel):
         le=3600,
         description="Seconds join inference may spend confirming undeclared joins by sampled values.",
     )
-    question_chars: int = Field(
-        2000, ge=100, le=1_000_000, description="Longest question read for directives; a longer one is cut, noted."
-    )
-    knowledge_chars: int = Field(
-        4000, ge=100, le=1_000_000, description="Longest knowledge read for directives; a longer one is cut, noted."
-    )
-    schemas: str = Field(
-        "*",
-        description="Schemas to read, comma-separated: `*` is every schema the connection can read (the search "
-        "path's first, by plain name; others as schema.table); `search_path` is the search path's only.",
-    )
-    schema_check_s: float = Field(
-        2.0, ge=0, le=3600, description="Seconds between checks that the schema changed; 0 checks on every call."
-    )
-    database: str | None = Field(
-        None,
-        description="Database served when no DB argument is given (a path or URL): keeps a password off the "
-        "command line.",
-    )
-    llm_base_url: str | None = Field(
+
+
+class Inference(Section):
+    """Directives: the mode, and the inexpensive model that infers a question's column names (optional)."""
+
+    directives: DirectivesMode = Field("directives", description="Directive mode: none, directives or oracle.")
+    base_url: str | None = Field(
         None, description="OpenAI-compatible endpoint (…/v1) of an inexpensive model that infers column names."
     )
-    llm_model: str | None = Field(None, description="Model name for llm_base_url.")
-    llm_api_key: SecretStr | None = Field(None, description="API key for llm_base_url, if it needs one.")
-    # -- the agent's model (`sophrosyne ask`, the solvers) -------------------------------------------------
+    model: str | None = Field(None, description="Model name at the inference endpoint.")
+    api_key: SecretStr | None = Field(None, description="API key of the inference endpoint, if it needs one.")
+
+
+class Agent(Section):
+    """The agent's model (`sophrosyne ask`, the solvers) and how far a solver may go."""
+
     model: str | None = Field(None, description="Chat model the agent uses, e.g. gpt-4o-mini or a local model name.")
     base_url: str | None = Field(
         None,
@@ -159,87 +182,166 @@ class Settings(BaseModel):
     api_key: SecretStr | None = Field(
         None, description="API key of the agent's model endpoint; OPENAI_API_KEY when unset."
     )
-    llm_tool_mode: ToolMode = Field(
+    tool_mode: ToolMode = Field(
         "auto",
         description="How the model calls tools: native tool calls, plain JSON replies, or auto (native, and JSON "
         "from then on when the server refuses `tools`).",
     )
-    llm_retries: int = Field(4, ge=0, le=20, description="Retries of a model call after a rate limit or server error.")
-    llm_backoff_s: float = Field(
+    call_retries: int = Field(4, ge=0, le=20, description="Retries of a model call after a rate limit or server error.")
+    backoff_s: float = Field(
         1.0, ge=0, le=600, description="First wait before a retry, seconds; doubles each time unless Retry-After says."
     )
-    llm_max_wait_s: float = Field(60.0, ge=0, le=3600, description="Longest single wait before a retry, seconds.")
-    llm_timeout_s: float = Field(120.0, gt=0, le=3600, description="Longest a single model call may take, seconds.")
-    llm_temperature: float | None = Field(
+    max_wait_s: float = Field(60.0, ge=0, le=3600, description="Longest single wait before a retry, seconds.")
+    call_timeout_s: float = Field(120.0, gt=0, le=3600, description="Longest a single model call may take, seconds.")
+    temperature: float | None = Field(
         None, ge=0, le=2, description="Sampling temperature sent to the model (unset: the server's default)."
     )
-    llm_prices: dict[str, ModelPrice] = Field(
+    prices: dict[str, ModelPrice] = Field(
         default_factory=dict,
         description='Price table, dollars per million tokens by model: {"gpt-4o-mini": {"input": 0.15, '
         '"output": 0.6}} (JSON in SOPHROSYNE_LLM_PRICES).',
     )
-    agent_tool_calls: int = Field(
+    tool_calls: int = Field(
         40, ge=1, le=1000, description="Most tool calls one solver run may make before it gives up."
     )
-    agent_retries: int = Field(
+    retries: int = Field(
         3, ge=0, le=10, description="Times a failing query (or program) is sent back to the model with its error."
     )
     flex_plans: int = Field(3, ge=1, le=16, description="Plans the FlexSQL solver asks for in one call.")
-    python_cpu_s: float = Field(10.0, gt=0, le=3600, description="CPU seconds a sandboxed Python program may use.")
-    python_wall_s: float = Field(30.0, gt=0, le=3600, description="Wall-clock seconds a Python program may run.")
-    python_memory_mb: int = Field(
-        1024, ge=256, le=65536, description="Address space a sandboxed Python program may use, MB."
-    )
-    python_output_chars: int = Field(
+
+
+class Sandbox(Section):
+    """What one sandboxed Python program may use (`run_python`, the FlexSQL solver's programs)."""
+
+    cpu_s: float = Field(10.0, gt=0, le=3600, description="CPU seconds a sandboxed Python program may use.")
+    wall_s: float = Field(30.0, gt=0, le=3600, description="Wall-clock seconds a Python program may run.")
+    memory_mb: int = Field(1024, ge=256, le=65536, description="Address space a sandboxed Python program may use, MB.")
+    output_chars: int = Field(
         4000, ge=100, le=1_000_000, description="Most characters of a Python program's printed output kept."
     )
-    # -- serving over HTTP ------------------------------------------------------------------------------
-    http_request_s: float = Field(
-        10.0,
-        gt=0,
-        le=3600,
-        description="Seconds an HTTP client has to send a whole request (headers and body), from connecting or "
-        "from its previous answer; a slower connection is closed.",
-    )
-    http_connections_per_client: int = Field(
-        128,
-        ge=1,
-        le=1_000_000,
-        description="Most HTTP connections one client address may hold open (per worker); beyond, a connection "
-        "is answered 429 and closed. Behind a reverse proxy every client has the proxy's address: raise it there.",
-    )
-    directives: DirectivesMode = Field("directives", description="Directive mode: none, directives or oracle.")
+
+
+class Paths(Section):
+    """Files the environment reads or writes."""
+
     cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
     audit_log: Path | None = Field(None, description="JSONL file that receives one record per tool call.")
     policy_file: Path | None = Field(None, description="TOML file with roles, row filters and column rules.")
+
+
+SECTIONS: dict[str, type[Section]] = {
+    "limits": Limits,
+    "reading": Reading,
+    "inference": Inference,
+    "agent": Agent,
+    "sandbox": Sandbox,
+    "paths": Paths,
+}
+# Flat names that differ from the name in the section: the inference model's and the agent's model settings
+# had one `llm_` prefix for two models, and the sandbox's a `python_` one. Every other flat name is the field's.
+_RENAMED = {
+    "llm_base_url": ("inference", "base_url"),
+    "llm_model": ("inference", "model"),
+    "llm_api_key": ("inference", "api_key"),
+    "llm_tool_mode": ("agent", "tool_mode"),
+    "llm_retries": ("agent", "call_retries"),
+    "llm_backoff_s": ("agent", "backoff_s"),
+    "llm_max_wait_s": ("agent", "max_wait_s"),
+    "llm_timeout_s": ("agent", "call_timeout_s"),
+    "llm_temperature": ("agent", "temperature"),
+    "llm_prices": ("agent", "prices"),
+    "agent_tool_calls": ("agent", "tool_calls"),
+    "agent_retries": ("agent", "retries"),
+    "python_cpu_s": ("sandbox", "cpu_s"),
+    "python_wall_s": ("sandbox", "wall_s"),
+    "python_memory_mb": ("sandbox", "memory_mb"),
+    "python_output_chars": ("sandbox", "output_chars"),
+}
+_IN_SECTION = {v: k for k, v in _RENAMED.items()}
+# Flat name -> (section, field), for every setting.
+FLAT: dict[str, tuple[str, str]] = {
+    _IN_SECTION.get((section, name), name): (section, name)
+    for section, model in SECTIONS.items()
+    for name in model.model_fields
+}
+
+
+def flat_name(section: str, name: str) -> str:
+    """The flat name of a setting (and, upper-cased after SOPHROSYNE_, its environment variable)."""
+    return _IN_SECTION.get((section, name), name)
+
+
+def _nested(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Settings given flat or by section, as section -> field -> value (a flat name wins over its section's)."""
+    nested: dict[str, dict[str, Any]] = {}
+    for key, value in data.items():
+        if key in SECTIONS:
+            given = dict(value) if isinstance(value, Section) else value
+            if not isinstance(given, dict):
+                raise ConfigError(f"setting `{key}` is a section: give it as a table ([{key}]).")
+            for name, item in given.items():
+                nested.setdefault(key, {}).setdefault(name, item)
+        elif key in FLAT:
+            section, name = FLAT[key]
+            nested.setdefault(section, {})[name] = value
+        else:
+            nested.setdefault("", {})[key] = value  # refused by the model as an unknown setting
+    return nested
+
+
+def _merged(*sources: dict[str, Any]) -> dict[str, Any]:
+    """Later sources win, setting by setting."""
+    out: dict[str, dict[str, Any]] = {}
+    for source in sources:
+        for section, values in _nested(source).items():
+            out.setdefault(section, {}).update(values)
+    unknown = out.pop("", {})
+    return {**out, **unknown}
+
+
+class Settings(BaseModel):
+    """Limits and defaults of the environment, in sections. Each setting can be set as `SOPHROSYNE_<FLAT NAME>`.
+
+    Arguments given to the constructor win over `SOPHROSYNE_*` variables, which win over the defaults.
+    (A plain pydantic model reading its own variables: pydantic-settings costs 0.2 s of start-up.)
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    limits: Limits = Field(default_factory=Limits, description=Limits.__doc__)
+    reading: Reading = Field(default_factory=Reading, description=Reading.__doc__)
+    inference: Inference = Field(default_factory=Inference, description=Inference.__doc__)
+    agent: Agent = Field(default_factory=Agent, description=Agent.__doc__)
+    sandbox: Sandbox = Field(default_factory=Sandbox, description=Sandbox.__doc__)
+    paths: Paths = Field(default_factory=Paths, description=Paths.__doc__)
 
     @model_validator(mode="before")
     @classmethod
     def _from_environment(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        return {**cls.fallback_variables(), **cls.from_variables(), **data}
+        return _merged(cls.fallback_variables(), cls.from_variables(), data)
 
     @classmethod
     def from_variables(cls) -> dict[str, Any]:
-        """The settings given as `SOPHROSYNE_<NAME>` environment variables, by field name.
+        """The settings given as `SOPHROSYNE_<FLAT NAME>` environment variables, by flat name.
 
         A dict-valued setting (a price table) is written as JSON."""
         found: dict[str, Any] = {}
-        for name, field in cls.model_fields.items():
-            raw = os.environ.get(ENV_PREFIX + name.upper())
+        for flat, (section, name) in FLAT.items():
+            raw = os.environ.get(ENV_PREFIX + flat.upper())
             if raw is None:
                 continue
-            if getattr(field.annotation, "__origin__", None) is dict:
+            if getattr(SECTIONS[section].model_fields[name].annotation, "__origin__", None) is dict:
                 try:
-                    found[name] = json.loads(raw)
+                    found[flat] = json.loads(raw)
                 except ValueError as exc:
                     raise ConfigError(
-                        f"{ENV_PREFIX}{name.upper()} is not valid JSON: {exc}.",
+                        f"{ENV_PREFIX}{flat.upper()} is not valid JSON: {exc}.",
                         hint='Write a JSON object, e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}.',
                     ) from None
             else:
-                found[name] = raw
+                found[flat] = raw
         return found
 
     @classmethod
@@ -262,23 +364,36 @@ class Settings(BaseModel):
                 raise ConfigError(f"settings file {path} is not valid TOML: {exc}.") from None
             data = data.get("sophrosyne", data)
         # The file is read first; environment variables win over it, explicit overrides win over both.
-        merged = {
-            **cls.fallback_variables(),
-            **data,
-            **cls.from_variables(),
-            **{k: v for k, v in overrides.items() if v is not None},
-        }
+        given = {k: v for k, v in overrides.items() if v is not None}
+        merged = _merged(cls.fallback_variables(), data, cls.from_variables(), given)
         try:
             return cls(**merged)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            source = f" in {path}" if path is not None and where in data else ""
-            if first["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(where, list(cls.model_fields), n=1)
-                raise ConfigError(
-                    f"unknown setting `{where}`{source}.",
-                    hint=(f"Did you mean `{close[0]}`? " if close else "")
-                    + "The README's Settings section lists every setting.",
-                ) from None
-            raise ConfigError(f"setting `{where}`{source} is invalid: {first['msg']}.") from None
+            raise _config_error(exc, path, data) from None
+
+    def replaced(self, **changes: Any) -> Settings:
+        """A copy with some settings changed, named flat (`policy_file=...`) or by section, checked as given."""
+        try:
+            return type(self).model_validate(_merged(self.model_dump(), changes))
+        except ValidationError as exc:
+            raise _config_error(exc, None, changes) from None
+
+
+def _config_error(exc: ValidationError, path: Path | None, data: dict[str, Any]) -> ConfigError:
+    """The first error, naming the setting as the file wrote it (flat, or section.name)."""
+    first = exc.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    section, name = [*loc, ""][:2]
+    flat = flat_name(section, name) if section in SECTIONS else section
+    where = flat if flat in data or section not in SECTIONS else f"{section}.{name}"
+    written = flat in data or (section in data and isinstance(data[section], dict) and name in data[section])
+    source = f" in {path}" if path is not None and written else ""
+    if first["type"] == "extra_forbidden":
+        choices = list(FLAT) + [f"{s}.{n}" for s, n in FLAT.values()]
+        close = difflib.get_close_matches(where, choices, n=1)
+        return ConfigError(
+            f"unknown setting `{where}`{source}.",
+            hint=(f"Did you mean `{close[0]}`? " if close else "")
+            + "The README's Settings section lists every setting.",
+        )
+    return ConfigError(f"setting `{where}`{source} is invalid: {first['msg']}.")

@@ -161,7 +161,7 @@ class Sources:
         try:
             for spec in specs:
                 _check_role(spec)
-                own = settings.model_copy(update={"policy_file": spec.policy})
+                own = settings.replaced(policy_file=spec.policy)
                 environments[spec.name] = Environment.open(
                     spec.target,
                     settings=own,

@@ -24,7 +24,7 @@ def every_page(env: Environment, pattern: str | None = None) -> tuple[set[str], 
     while True:
         page = env.list_tables(pattern=pattern, offset=offset)
         pages += 1
-        assert measure(page) <= env.settings.token_budget
+        assert measure(page) <= env.settings.limits.token_budget
         reached |= {t.name for t in page.tables}
         for g in page.groups:
             assert members[g.first][-1] == g.last and len(members[g.first]) == g.count

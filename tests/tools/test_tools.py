@@ -134,8 +134,8 @@ def test_describe_table_samples_are_real_values(env: Environment) -> None:
 def test_describe_table_cuts_long_strings(env: Environment) -> None:
     body = next(c for c in env.describe_table("notes").columns if c.name == "body")
     long = [s for s in body.samples if s.startswith("Quarterly review")]
-    assert long == [LONG_BODY[: env.settings.value_chars - 1] + "…"]
-    assert all(len(s) <= env.settings.value_chars for s in body.samples)
+    assert long == [LONG_BODY[: env.settings.limits.value_chars - 1] + "…"]
+    assert all(len(s) <= env.settings.limits.value_chars for s in body.samples)
 
 
 def test_describe_view(env: Environment) -> None:

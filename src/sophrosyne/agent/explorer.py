@@ -137,9 +137,9 @@ class Explorer:
     async def _loop(self, run: _Run) -> Outcome:
         specs = [*self.tools.specs, *CONTROL]
         silent = 0
-        for _ in range(self.settings.agent_tool_calls * 2 + 10):
-            if run.trace.tool_calls >= self.settings.agent_tool_calls:
-                return self._gave_up(run, f"the tool-call budget ({self.settings.agent_tool_calls}) is spent.")
+        for _ in range(self.settings.agent.tool_calls * 2 + 10):
+            if run.trace.tool_calls >= self.settings.agent.tool_calls:
+                return self._gave_up(run, f"the tool-call budget ({self.settings.agent.tool_calls}) is spent.")
             reply = await self.model.chat(run.conversation, specs)
             run.conversation.assistant(reply)
             run.trace.model(reply, "explore")
@@ -188,7 +188,7 @@ class Explorer:
             text = f"ERROR: {text}"
             if sql is not None:
                 run.failures += 1
-                if run.failures > self.settings.agent_retries:
+                if run.failures > self.settings.agent.retries:
                     return self._gave_up(run, f"the query kept failing: {output.text.strip()[:300]}")
         run.conversation.tool_result(call, text)
         return None
@@ -201,7 +201,7 @@ class Explorer:
         output = self._record(run, await self.tools.call_sql(sql))
         if output.is_error:
             run.failures += 1
-            if run.failures > self.settings.agent_retries:
+            if run.failures > self.settings.agent.retries:
                 return self._gave_up(run, f"the final query kept failing: {output.text.strip()[:300]}")
             run.conversation.tool_result(call, f"ERROR: the final SQL failed: {output.text}\nFix it and call again.")
             return None

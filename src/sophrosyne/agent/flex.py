@@ -124,7 +124,7 @@ class FlexSQL:
     # -- plans -----------------------------------------------------------------------------------------------
 
     async def _plans(self, trace: Trace, context: str, python: bool) -> list[dict[str, Any]]:
-        k = self.settings.flex_plans
+        k = self.settings.agent.flex_plans
         languages = (
             "Choose python when the plan needs multi-step transformations awkward in SQL."
             if python
@@ -171,7 +171,7 @@ class FlexSQL:
             f"{context}\n\nYour plan (reading: {reading}):\n{plan.get('plan') or reading}\n"
             f"Suggested language: {plan.get('language') or 'sql'}."
         )
-        budget = max(6, self.settings.agent_tool_calls // max(1, self.settings.flex_plans))
+        budget = max(6, self.settings.agent.tool_calls // max(1, self.settings.agent.flex_plans))
         calls = repairs = backtracks = 0
         for _ in range(budget * 2 + 8):
             reply = await self.model.chat(conversation, specs)
@@ -200,7 +200,7 @@ class FlexSQL:
                 error = await self._execute(trace, candidate, index)
                 if error is not None:
                     repairs += 1
-                    if repairs > self.settings.agent_retries:
+                    if repairs > self.settings.agent.retries:
                         candidate.error = error
                         return candidate
                     conversation.tool_result(call, f"The program failed: {error}\nFix the code and submit again.")

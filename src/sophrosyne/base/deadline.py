@@ -137,21 +137,27 @@ class _HasTimeout(Protocol):
     def timeout_s(self) -> float: ...
 
 
+class _HasLimits(Protocol):
+    @property
+    def limits(self) -> _HasTimeout: ...
+
+
 class _HasSettings(Protocol):
     @property
-    def settings(self) -> _HasTimeout: ...
+    def settings(self) -> _HasLimits: ...
 
 
 S = TypeVar("S", bound=_HasSettings)
 
 
 def bounded_call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """A tool method of an object with `settings.timeout_s`: the whole call, every step in it, has that long."""
+    """A tool method of an object with `settings.limits.timeout_s`: the whole call, every step in it, has that
+    long."""
     import functools
 
     @functools.wraps(method)
     def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with bounded(self.settings.timeout_s):
+        with bounded(self.settings.limits.timeout_s):
             return method(self, *args, **kwargs)
 
     return call

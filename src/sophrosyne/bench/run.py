@@ -189,7 +189,7 @@ class Environments:
         with self._lock:
             env = self._open.get((db_id, mode))
             if env is None:
-                settings = self.settings.model_copy(update={"directives": mode})
+                settings = self.settings.replaced(directives=mode)
                 target = self.suite.targets[db_id]
                 env = Environment.open(target, settings=settings, descriptions=self.suite.descriptions.get(db_id))
                 if mode == "directives":

@@ -118,7 +118,7 @@ def measure_tokens(suite: Suite, *, tick: Tick | None = None, scratch: Path | No
     """Coarse and fine tokens for every database of the suite's questions (skipped ones included: a database
     without its data file is described from an empty copy of its schema, and says so)."""
     from sophrosyne.environment import Environment
-    from sophrosyne.settings import Settings
+    from sophrosyne.settings import Inference, Settings
 
     questions = list(suite.questions) + [s.question for s in suite.skipped if s.question is not None]
     by_db: dict[str, list[Question]] = {}
@@ -135,8 +135,12 @@ def measure_tokens(suite: Suite, *, tick: Tick | None = None, scratch: Path | No
                     continue
                 target = str(empty_copy(suite.catalogs[db_id], Path(folder), db_id))
             descriptions = suite.descriptions.get(db_id)
-            coarse_env = Environment.open(target, settings=Settings(directives="none"), descriptions=descriptions)
-            fine_env = Environment.open(target, settings=Settings(directives="directives"), descriptions=descriptions)
+            coarse_env = Environment.open(
+                target, settings=Settings(inference=Inference(directives="none")), descriptions=descriptions
+            )
+            fine_env = Environment.open(
+                target, settings=Settings(inference=Inference(directives="directives")), descriptions=descriptions
+            )
             try:
                 entry = DatabaseTokens(db_id, len(coarse_env.catalog.tables), with_values, 0)
                 entry.coarse = o200k_tokens(whole_schema(coarse_env))

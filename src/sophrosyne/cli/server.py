@@ -92,7 +92,7 @@ def serve(
         )
         # The server answers at once; each schema is read in the background (a bad target is told on each call).
         opened = spec.open()
-        spec.drain_s = opened.settings.timeout_s + 1
+        spec.drain_s = opened.settings.limits.timeout_s + 1
         for env in opened.environments.values():
             env.db.start_reading_catalog()
         if allow_python:

@@ -26,7 +26,7 @@ class LLMColumnInference:
 
     def infer(self, question: str, knowledge: str, catalog: Catalog) -> list[str]:
         from sophrosyne.llm import Conversation, ModelClient
-        from sophrosyne.settings import Settings
+        from sophrosyne.settings import Agent, Settings
 
         schema = "\n".join(f"{t.name}({', '.join(t.column_names)})" for t in catalog.tables.values())[:12000]
         prompt = self.PROMPT.format(schema=schema, question=question, knowledge=knowledge or "(none)")
@@ -34,7 +34,7 @@ class LLMColumnInference:
         conversation.user(prompt)
         # It runs inside list_tables: one quick retry at most, so a failing endpoint costs little.
         settings = Settings(
-            llm_timeout_s=self.timeout_s, llm_retries=1, llm_backoff_s=0.2, llm_max_wait_s=1.0, llm_temperature=0
+            agent=Agent(call_timeout_s=self.timeout_s, call_retries=1, backoff_s=0.2, max_wait_s=1.0, temperature=0)
         )
         client = ModelClient(self.model, base_url=self.base_url, api_key=self.api_key, settings=settings)
         try:

@@ -79,13 +79,13 @@ class Moderator:
         return _ready(self._prepared, "join inference", self.settings, len(self.catalog.tables))
 
     def _prepare(self) -> PreparedSchema:
-        return prepare_schema(self.catalog, self.fetch, self.probe, budget_s=self.settings.join_inference_s)
+        return prepare_schema(self.catalog, self.fetch, self.probe, budget_s=self.settings.reading.join_inference_s)
 
     def _build_index(self) -> SchemaIndex:
         prepared = self._prepared.wait(None)
         assert prepared is not None  # waited for without a limit
         catalog = prepared.catalog
-        index = load_or_build(catalog, self.settings.cache_dir)
+        index = load_or_build(catalog, self.settings.paths.cache_dir)
         warm(catalog, index)
         return index
 
@@ -101,7 +101,7 @@ class Moderator:
     def _load_values(self) -> ValueIndex:
         # A restricted role's values are read through its own secured path and never cached on disk:
         # another role with the same columns must not see them.
-        path = values_path(self.settings.cache_dir, self.catalog)
+        path = values_path(self.settings.paths.cache_dir, self.catalog)
         if self.shared:
             clean_stale(path.parent)
         if self.shared and path.exists():
@@ -109,7 +109,9 @@ class Moderator:
                 return ValueIndex.load(path)  # a partial one too: directives say so
             except (OSError, ValueError, KeyError):
                 pass  # a damaged entry is rebuilt
-        values = ValueIndex.build(self.prepared.catalog, self.fetch, ValueBudget(seconds=self.settings.value_index_s))
+        values = ValueIndex.build(
+            self.prepared.catalog, self.fetch, ValueBudget(seconds=self.settings.reading.value_index_s)
+        )
         if self.shared:
             try:
                 values.save(path)
@@ -137,7 +139,7 @@ class Moderator:
 
     def directives(self, question: str | None, knowledge: str | None) -> tuple[list[Directive], str | None]:
         """The tables likely irrelevant to the question, remembered for reminders; with a note when none."""
-        mode = self.settings.directives
+        mode = self.settings.inference.directives
         if mode == "none" or not (question or knowledge):
             return [], None
         computed: Directives
@@ -178,7 +180,7 @@ class Moderator:
             )
             if not done or result is None:
                 raise QueryTimeout(
-                    f"computing directives took longer than the {self.settings.timeout_s:g} s time limit.",
+                    f"computing directives took longer than the {self.settings.limits.timeout_s:g} s time limit.",
                     hint="Ask with a shorter question or knowledge.",
                 )
             computed = result
@@ -197,7 +199,7 @@ class Moderator:
         The same table scores directives keep tables by: when no table of the source reaches the threshold,
         nothing in the question points here. Tiny schemas and the `none` mode give no verdict (None).
         """
-        if self.settings.directives != "directives" or not (question or knowledge) or not self.catalog.tables:
+        if self.settings.inference.directives != "directives" or not (question or knowledge) or not self.catalog.tables:
             return None
         settings = DirectiveSettings()
         index = self.index
@@ -220,12 +222,12 @@ class Moderator:
 
     def _inference(self) -> LLMColumnInference | None:
         """The paper's column-name inference by an inexpensive model, only when one is configured."""
-        base, model = self.settings.llm_base_url, self.settings.llm_model
+        base, model = self.settings.inference.base_url, self.settings.inference.model
         if not base:
             return None
         if not model:
             raise ConfigError("llm_base_url is set but llm_model is not.", hint="Set SOPHROSYNE_LLM_MODEL.")
-        key = self.settings.llm_api_key.get_secret_value() if self.settings.llm_api_key else None
+        key = self.settings.inference.api_key.get_secret_value() if self.settings.inference.api_key else None
         return LLMColumnInference(base, model, api_key=key)
 
     def reminder(self, tables: Iterable[str]) -> str | None:

@@ -49,21 +49,23 @@ def index_database(
         if descriptions is not None:
             load_bird_descriptions(catalog, descriptions)
         embedder = default_embedder()
-        folder = index_folder(settings.cache_dir, catalog, embedder)
+        folder = index_folder(settings.paths.cache_dir, catalog, embedder)
         if rebuild:
             shutil.rmtree(folder, ignore_errors=True)
             try:
-                values_path(settings.cache_dir, catalog).unlink(missing_ok=True)
+                values_path(settings.paths.cache_dir, catalog).unlink(missing_ok=True)
             except OSError as exc:
-                raise unavailable("the value index", settings.cache_dir, exc) from None
+                raise unavailable("the value index", settings.paths.cache_dir, exc) from None
         started = time.perf_counter()
         # Saving is what this command is for: a cache that cannot be written is an error here, not a note.
-        index = load_or_build(catalog, settings.cache_dir, embedder=embedder, progress=progress, must_save=True)
+        index = load_or_build(catalog, settings.paths.cache_dir, embedder=embedder, progress=progress, must_save=True)
         count = None
         if values:
             if progress:
                 progress("values", 0, 1)
-            count = len(load_or_build_values(catalog, settings.cache_dir, database, ValueBudget(seconds=value_seconds)))
+            count = len(
+                load_or_build_values(catalog, settings.paths.cache_dir, database, ValueBudget(seconds=value_seconds))
+            )
             if progress:
                 progress("values", 1, 1)
         return IndexReport(len(index.docs), len(index.tables), count, time.perf_counter() - started, folder)

@@ -133,9 +133,9 @@ class OpenAIEmbedder:
 
     def embed(self, texts: list[str]) -> Vectors:
         from sophrosyne.llm import ModelClient
-        from sophrosyne.settings import Settings
+        from sophrosyne.settings import Agent, Settings
 
-        settings = Settings(llm_timeout_s=self.timeout_s)
+        settings = Settings(agent=Agent(call_timeout_s=self.timeout_s))
         client = ModelClient(self.model, base_url=self.base_url, api_key=self.api_key, settings=settings)
         chunks: list[Vectors] = []
         try:

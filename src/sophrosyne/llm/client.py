@@ -45,18 +45,18 @@ class ModelClient:
             )
         # Local servers take any key; the SDK insists on one.
         self.api_key = api_key or "not-needed"
-        self.mode: Literal["native", "json"] = "json" if self.settings.llm_tool_mode == "json" else "native"
+        self.mode: Literal["native", "json"] = "json" if self.settings.agent.tool_mode == "json" else "native"
         self._async: openai.AsyncOpenAI | None = None
         self._sync: openai.OpenAI | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, *, model: str | None = None, base_url: str | None = None) -> ModelClient:
         """The agent's model from settings (and command-line overrides); a one-line error when none is set."""
-        name = model or settings.model
+        name = model or settings.agent.model
         if not name:
             raise ModelNotConfigured(NOT_CONFIGURED)
-        key = settings.api_key.get_secret_value() if settings.api_key else None
-        return cls(name, base_url=base_url or settings.base_url, api_key=key, settings=settings)
+        key = settings.agent.api_key.get_secret_value() if settings.agent.api_key else None
+        return cls(name, base_url=base_url or settings.agent.base_url, api_key=key, settings=settings)
 
     # -- calls ---------------------------------------------------------------------------------------------
 
@@ -129,7 +129,7 @@ class ModelClient:
 
     def cost(self, usage: Usage) -> float | None:
         """Dollars for the tokens, from the price table (exact model name, else the longest matching prefix)."""
-        prices = self.settings.llm_prices
+        prices = self.settings.agent.prices
         price = prices.get(self.model)
         if price is None:
             keys = sorted((k for k in prices if self.model.startswith(k)), key=len, reverse=True)
@@ -151,7 +151,7 @@ class ModelClient:
 
             # Our own retry loop honours the settings (and keeps test waits tiny), so the SDK's is off.
             self._async = openai.AsyncOpenAI(
-                api_key=self.api_key, base_url=self.base_url, timeout=self.settings.llm_timeout_s, max_retries=0
+                api_key=self.api_key, base_url=self.base_url, timeout=self.settings.agent.call_timeout_s, max_retries=0
             )
         return self._async
 
@@ -160,7 +160,7 @@ class ModelClient:
             import openai
 
             self._sync = openai.OpenAI(
-                api_key=self.api_key, base_url=self.base_url, timeout=self.settings.llm_timeout_s, max_retries=0
+                api_key=self.api_key, base_url=self.base_url, timeout=self.settings.agent.call_timeout_s, max_retries=0
             )
         return self._sync
 
@@ -168,8 +168,8 @@ class ModelClient:
         request: dict[str, Any] = {"model": self.model, "messages": conversation.to_openai(self.mode, tools)}
         if tools and self.mode == "native":
             request["tools"] = [t.openai() for t in tools]
-        if self.settings.llm_temperature is not None:
-            request["temperature"] = self.settings.llm_temperature
+        if self.settings.agent.temperature is not None:
+            request["temperature"] = self.settings.agent.temperature
         return request
 
     def _after_failure(self, exc: Exception, retry: int, tools: list[ToolSpec] | None) -> float | None:
@@ -182,7 +182,7 @@ class ModelClient:
         refused_tools = (
             tools
             and self.mode == "native"
-            and self.settings.llm_tool_mode == "auto"
+            and self.settings.agent.tool_mode == "auto"
             and status in (400, 404, 422, 500, 501)
             and "tool" in message.lower()
         )
@@ -197,15 +197,15 @@ class ModelClient:
                 f"the model endpoint {self._endpoint} refused the request ({status}): {message}",
                 hint="Check the model name, the API key and the endpoint URL.",
             ) from None
-        if retry >= self.settings.llm_retries:
+        if retry >= self.settings.agent.call_retries:
             raise ModelError(
                 f"the model endpoint {self._endpoint} kept failing after {retry} retries "
                 f"({status or type(exc).__name__}: {message}).",
                 hint="Check the endpoint, or wait and try again.",
             ) from None
         after = _retry_after(getattr(exc, "response", None))
-        backoff = self.settings.llm_backoff_s * (2**retry) * (1 + random.random() / 10)
-        return min(self.settings.llm_max_wait_s, after if after is not None else backoff)
+        backoff = self.settings.agent.backoff_s * (2**retry) * (1 + random.random() / 10)
+        return min(self.settings.agent.max_wait_s, after if after is not None else backoff)
 
     def _reply(self, response: Any, request: dict[str, Any], tools: list[ToolSpec] | None, started: float) -> Reply:
         ms = (time.perf_counter() - started) * 1000

@@ -61,10 +61,10 @@ class PythonExecutor:
         config = {
             "code": code,
             "folder": folder,
-            "memory_mb": self.settings.python_memory_mb,
-            "cpu_s": self.settings.python_cpu_s,
+            "memory_mb": self.settings.sandbox.memory_mb,
+            "cpu_s": self.settings.sandbox.cpu_s,
             "files_mb": FILES_MB,
-            "output_chars": self.settings.python_output_chars,
+            "output_chars": self.settings.sandbox.output_chars,
         }
         process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", BOOT, str(to_child_r), str(from_child_w), json.dumps(sys.path)],
@@ -98,7 +98,7 @@ class PythonExecutor:
     def _converse(
         self, process: subprocess.Popen[bytes], reader: int, writer: int, sql: SqlRunner, calls: list[str]
     ) -> dict[str, Any]:
-        deadline = time.monotonic() + self.settings.python_wall_s
+        deadline = time.monotonic() + self.settings.sandbox.wall_s
         buffer = b""
         ready = False
         while True:
@@ -107,7 +107,7 @@ class PythonExecutor:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ProgramFailed(
-                        f"the program ran past its {self.settings.python_wall_s:g} s time limit and was stopped.",
+                        f"the program ran past its {self.settings.sandbox.wall_s:g} s time limit and was stopped.",
                         kind="timeout",
                         hint="Do less work in Python: filter and aggregate in the SQL you pass to sql().",
                     )
@@ -149,7 +149,7 @@ class PythonExecutor:
             return SandboxUnavailable(f"Python is disabled: the sandbox ended while starting (exit {code}).")
         if code == 128 + signal.SIGXCPU or code == 128 + signal.SIGKILL:
             return ProgramFailed(
-                f"the program used its {self.settings.python_cpu_s:g} CPU seconds and was stopped.", kind="cpu"
+                f"the program used its {self.settings.sandbox.cpu_s:g} CPU seconds and was stopped.", kind="cpu"
             )
         return ProgramFailed(f"the program ended without an answer (exit {code}).", kind="killed")
 

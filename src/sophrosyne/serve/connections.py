@@ -18,19 +18,19 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from sophrosyne.settings import Settings
+from sophrosyne.settings import Limits, Settings
 
 
 @dataclass(frozen=True)
 class ConnectionLimits:
     """What one HTTP connection and one client address may hold (see the settings of the same names)."""
 
-    request_s: float = Settings.model_fields["http_request_s"].default
-    per_client: int = Settings.model_fields["http_connections_per_client"].default
+    request_s: float = Limits.model_fields["http_request_s"].default
+    per_client: int = Limits.model_fields["http_connections_per_client"].default
 
     @classmethod
     def of(cls, settings: Settings) -> ConnectionLimits:
-        return cls(request_s=settings.http_request_s, per_client=settings.http_connections_per_client)
+        return cls(request_s=settings.limits.http_request_s, per_client=settings.limits.http_connections_per_client)
 
 
 # asyncio accepts up to this many waiting connections at each wake-up before any of them is looked at: kept

@@ -79,7 +79,7 @@ def add_features(
 ) -> Callable[[], Awaitable[list[Resource]]]:
     """Register the prompts, the table resource template and the completions on `server`; returns what lists
     the table resources of the caller (the list depends on the caller's role, so it is made per request)."""
-    limit = sources.settings.timeout_s
+    limit = sources.settings.limits.timeout_s
 
     @server.prompt(name="explore", title="Explore the database for a question")
     def explore(question: str, knowledge: str | None = None) -> str:

@@ -63,7 +63,7 @@ def map_calls(
         @functools.wraps(fn)
         async def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
             try:
-                limit = seconds if seconds is not None else sources.settings.timeout_s
+                limit = seconds if seconds is not None else sources.settings.limits.timeout_s
                 return await calls.run(functools.partial(audited, *args, **kwargs), limit)
             except SophrosyneError as exc:  # refused before it ran, or stopped at the deadline
                 raise _ToolFailure(exc) from None

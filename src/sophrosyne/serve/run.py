@@ -46,7 +46,7 @@ def serve(
     watch = SourceWatch(sources)
     watch.start()  # a source that cannot be read is said on stderr now, and /health reports it
     server = build_server(sources, require_token=require_token, calls=calls, allow_python=allow_python, watch=watch)
-    drain_s = sources.settings.timeout_s + 1
+    drain_s = sources.settings.limits.timeout_s + 1
     if http:
         for env in sources.environments.values():
             warn_if_exposed(host, env)

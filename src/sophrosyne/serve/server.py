@@ -127,7 +127,7 @@ def build_server(
             )
         server.tokens = PolicyTokens(sources)
     settings = sources.settings
-    audit = AuditLog(settings.audit_log) if settings.audit_log else None
+    audit = AuditLog(settings.paths.audit_log) if settings.paths.audit_log else None
     calls = calls or Calls()
     mapped = map_calls(sources, audit, calls)
     add_health(server, sources, calls, watch or SourceWatch(sources), require_token)
@@ -256,7 +256,7 @@ def build_server(
 
     if allow_python:
         # A program has its own wall-clock limit, longer than a statement's: its call is given that long.
-        program_s = max(settings.timeout_s, settings.python_wall_s + 5)
+        program_s = max(settings.limits.timeout_s, settings.sandbox.wall_s + 5)
         _add_run_python(server, sources, map_calls(sources, audit, calls, seconds=program_s))
     server.table_resources = add_features(server, sources, caller_view, calls)
     (notices or Notices()).install(server)
@@ -317,7 +317,7 @@ def _add_run_python(server: MCPServer, sources: Sources, mapped: Callable[[ToolF
         """
         caller = caller_view(sources, source)
         ran = executor.run(code, lambda query: environment_rows(caller, query))
-        rows, _ = fit_rows(ran.columns, ran.rows, caller.settings.token_budget)
+        rows, _ = fit_rows(ran.columns, ran.rows, caller.settings.limits.token_budget)
         output = ProgramOutput(
             columns=ran.columns,
             rows=rows,

@@ -23,7 +23,7 @@ from sqlglot import exp
 from sqlglot.tokenizer_core import Token, TokenType
 
 from sophrosyne.errors import RejectedSQL
-from sophrosyne.settings import ENV_PREFIX, Settings
+from sophrosyne.settings import ENV_PREFIX, Limits, Settings
 
 __all__ = ["ShapeLimits", "check_tokens", "check_tree", "too_deep", "too_many_ctes"]
 
@@ -51,20 +51,20 @@ class ShapeLimits:
     @classmethod
     def from_settings(cls, settings: Settings) -> ShapeLimits:
         return cls(
-            depth=settings.sql_max_depth,
-            ctes=settings.sql_max_ctes,
-            tables=settings.sql_max_tables,
-            query_depth=settings.sql_max_query_depth,
-            set_operations=settings.sql_max_set_operations,
-            literal_chars=settings.sql_max_literal_chars,
-            pattern_chars=settings.sql_max_pattern_chars,
+            depth=settings.limits.sql_max_depth,
+            ctes=settings.limits.sql_max_ctes,
+            tables=settings.limits.sql_max_tables,
+            query_depth=settings.limits.sql_max_query_depth,
+            set_operations=settings.limits.sql_max_set_operations,
+            literal_chars=settings.limits.sql_max_literal_chars,
+            pattern_chars=settings.limits.sql_max_pattern_chars,
         )
 
     @classmethod
     @lru_cache(maxsize=1)
     def defaults(cls) -> ShapeLimits:
         """The defaults of the settings model (without reading SOPHROSYNE_* variables)."""
-        fields = Settings.model_fields
+        fields = Limits.model_fields
         return cls(**{name: fields[f"sql_max_{name}"].default for name in cls.__dataclass_fields__})
 
 

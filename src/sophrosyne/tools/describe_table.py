@@ -119,11 +119,13 @@ def describe_table(env: Describer, table: str, offset: int | None = None) -> Tab
     if start < 0:
         raise InvalidArgument(f"`offset` must be 0 or more, not {start}.", hint="Leave it out to start at the top.")
     settings = env.settings
-    limit = settings.sample_rows
+    limit = settings.reading.sample_rows
     result = env.secure.query(select_all(t, env.dialect, limit), limit=limit)
     joins = env.inferred_joins()
     own = [*t.foreign_keys, *joins.get(t.name, [])]
-    columns = column_infos(t, start, result.columns, result.rows, settings.sample_values, settings.value_chars, own)
+    columns = column_infos(
+        t, start, result.columns, result.rows, settings.reading.sample_values, settings.limits.value_chars, own
+    )
     described = TableDescription(
         table=t.name,
         kind=t.kind,
@@ -143,7 +145,7 @@ def describe_table(env: Describer, table: str, offset: int | None = None) -> Tab
         sampled_rows=len(result.rows),
         reminder=env.moderator.reminder([t.name]),
     )
-    return paged(described, start, len(t.columns), settings.token_budget)
+    return paged(described, start, len(t.columns), settings.limits.token_budget)
 
 
 def column_infos(

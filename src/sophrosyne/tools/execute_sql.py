@@ -83,15 +83,15 @@ class QueryOutput(Result):
 def execute_sql(env: Context, sql: str, limit: int | None = None) -> QueryOutput:
     """Run one read-only statement; rows capped, with the SQL as executed."""
     settings, secure = env.settings, env.secure
-    cap, capped = count(limit, "limit", settings.row_cap, settings.row_cap, "row_cap")
+    cap, capped = count(limit, "limit", settings.limits.row_cap, settings.limits.row_cap, "row_cap")
     result, executed, expression = secure.run(sql, limit=cap)
     read = [ref.name for ref in expression.find_all(exp.Table)]
-    rows = [[cell(v, settings.value_chars) for v in r] for r in result.rows]
-    shown, cut_by_budget = fit_rows(result.columns, rows, settings.token_budget)
+    rows = [[cell(v, settings.limits.value_chars) for v in r] for r in result.rows]
+    shown, cut_by_budget = fit_rows(result.columns, rows, settings.limits.token_budget)
     cut = (
         cut_note(len(shown), None if result.truncated else len(rows), "rows", "token budget") if cut_by_budget else None
     )
-    slow = result.elapsed_ms >= settings.slow_query_s * 1000
+    slow = result.elapsed_ms >= settings.limits.slow_query_s * 1000
     output = QueryOutput(
         # Only a slow statement reads the catalog: an unrestricted role's statement needs none.
         hints=query_hints(expression, env.catalog, env.index_leads()) if slow else [],
@@ -105,4 +105,4 @@ def execute_sql(env: Context, sql: str, limit: int | None = None) -> QueryOutput
         note=" ".join(x for x in (capped, result.cut) if x) or None,
         cut=cut,
     )
-    return fit(output, settings.token_budget)
+    return fit(output, settings.limits.token_budget)

@@ -48,5 +48,5 @@ def explain_sql(env: Context, sql: str) -> QueryPlan:
             hints=sorted(set(hints)),
             note="the plan itself is not shown to a restricted role; the hints are.",
         )
-        return fit(hidden, settings.token_budget)
-    return fit(QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints))), settings.token_budget)
+        return fit(hidden, settings.limits.token_budget)
+    return fit(QueryPlan(sql_executed=executed, plan=plan, hints=sorted(set(hints))), settings.limits.token_budget)

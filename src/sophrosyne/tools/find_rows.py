@@ -99,7 +99,7 @@ def find_rows(
         raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
     not_too_long(term, "term")
     settings = env.settings
-    limit, capped = count(limit, "limit", settings.find_rows_limit, MAX_FOUND_ROWS)
+    limit, capped = count(limit, "limit", settings.reading.find_rows_limit, MAX_FOUND_ROWS)
     catalog = env.catalog
     tables = (
         [table_named(catalog, table, env.name)]
@@ -121,11 +121,11 @@ def find_rows(
         names_of,
         env.secure,
         limit=limit,
-        value_chars=settings.value_chars,
-        timeout_s=settings.timeout_s,
+        value_chars=settings.limits.value_chars,
+        timeout_s=settings.limits.timeout_s,
         note=capped,
     )
-    return fit(found, settings.token_budget)
+    return fit(found, settings.limits.token_budget)
 
 
 def search_tables(

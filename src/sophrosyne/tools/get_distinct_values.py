@@ -94,12 +94,12 @@ def get_distinct_values(
     if search is not None:
         not_too_long(search, "search")
     settings = env.settings
-    most, capped = count(limit, "limit", settings.distinct_limit, MAX_VALUES)
+    most, capped = count(limit, "limit", settings.reading.distinct_limit, MAX_VALUES)
     # The size the role sees decides the strategy: one decided by a filtered table's full size would tell.
     result = env.grounder.distinct_values(t, c, t.row_estimate, search, most, more=limit is not None)
     if capped:
         result.note = " ".join(x for x in (capped, result.note) if x)
-    return fit(result, settings.token_budget)
+    return fit(result, settings.limits.token_budget)
 
 
 class Grounder:
@@ -134,9 +134,9 @@ class Grounder:
     ) -> DistinctValues:
         key = (*self.scope, t.name, c.name)
         values = self.cache.get(key)
-        small = (size or 0) <= self.settings.distinct_scan_rows
+        small = (size or 0) <= self.settings.reading.distinct_scan_rows
         if values is None and small and not self.cache.too_many(key):
-            wait = deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S
+            wait = deadline.remaining(self.settings.limits.timeout_s) - SEARCH_ANSWER_MARGIN_S
             values = self.cache.load(key, lambda: self._count_values(t, c.name), wait)
         if values is not None:
             return self._from_memory(t, c, values, search, limit, more)
@@ -156,13 +156,15 @@ class Grounder:
             note = _found_note(found, t, c, search, more, complete=True)
             return DistinctValues(table=t.name, column=c.name, search=search, values=self._shown(found), note=note)
         common = values.most_common(limit + 1)
-        shown = [ValueCount(value=cell(v, self.settings.value_chars), count=n) for v, n in common[:limit]]
+        shown = [ValueCount(value=cell(v, self.settings.limits.value_chars), count=n) for v, n in common[:limit]]
         cut = cut_note(limit, len(values.counts), "values", "limit") if len(common) > limit else None
         return DistinctValues(table=t.name, column=c.name, values=shown, cut=cut)
 
     def _shown(self, found: list[Match]) -> list[ValueCount]:
         return [
-            ValueCount(value=cell(m.value, self.settings.value_chars), count=m.count, score=m.score, match=m.kind)
+            ValueCount(
+                value=cell(m.value, self.settings.limits.value_chars), count=m.count, score=m.score, match=m.kind
+            )
             for m in found
         ]
 
@@ -177,7 +179,7 @@ class Grounder:
 
     def _common_live(self, t: Table, column: str, limit: int, status: str | None) -> DistinctValues:
         col = exp.column(column, quoted=True)
-        rows = self.settings.distinct_scan_rows
+        rows = self.settings.reading.distinct_scan_rows
         query = (
             exp.select(col, exp.Count(this=exp.Star()).as_("n"))
             .from_(prefix(t, col, rows))
@@ -188,12 +190,12 @@ class Grounder:
         later = f"; {status}" if status else ""
         try:
             result = self.query(
-                query.sql(dialect=self.dialect), limit=limit + 1, timeout_s=self.settings.distinct_budget_s
+                query.sql(dialect=self.dialect), limit=limit + 1, timeout_s=self.settings.reading.distinct_budget_s
             )
         except QueryTimeout:
-            note = f"counting took longer than {self.settings.distinct_budget_s:g} s{later}: ask again shortly."
+            note = f"counting took longer than {self.settings.reading.distinct_budget_s:g} s{later}: ask again shortly."
             return DistinctValues(table=t.name, column=column, values=[], note=note)
-        values = [ValueCount(value=cell(v, self.settings.value_chars), count=int(n)) for v, n in result.rows]
+        values = [ValueCount(value=cell(v, self.settings.limits.value_chars), count=int(n)) for v, n in result.rows]
         note = f"counts from the first {rows:,} rows{_of_rows(t)}{later}."
         cut = cut_note(limit, None, "values", "limit") if len(values) > limit else None
         return DistinctValues(table=t.name, column=column, values=values[:limit], note=note, cut=cut)
@@ -236,18 +238,18 @@ class Grounder:
                 result = self.query(
                     query.group_by(col).sql(dialect=self.dialect),
                     limit=LIVE_KEEP,
-                    timeout_s=max(0.05, deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S),
+                    timeout_s=max(0.05, deadline.remaining(self.settings.limits.timeout_s) - SEARCH_ANSWER_MARGIN_S),
                 )
             except QueryTimeout:
                 return counts, None, False
             counts.update({v: int(n) for v, n in result.rows})
             return counts, t.row_estimate, not result.truncated
         low, high = bounds
-        step = self.settings.distinct_scan_rows
+        step = self.settings.reading.distinct_scan_rows
         start = low
         searched = 0
         while start <= high:
-            left = deadline.remaining(self.settings.timeout_s) - SEARCH_ANSWER_MARGIN_S
+            left = deadline.remaining(self.settings.limits.timeout_s) - SEARCH_ANSWER_MARGIN_S
             if left <= 0.05:
                 return counts, searched, False
             rowid = exp.column("rowid")

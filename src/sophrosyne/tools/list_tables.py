@@ -143,10 +143,10 @@ def list_tables(
     to filter names: a glob such as `sales_*` or a part of a name); with a question, directives too."""
     catalog = env.catalog
     settings = env.settings
-    budget = settings.token_budget
+    budget = settings.limits.token_budget
     base = TableList(source=shorten(env.name, 80), tables=[])
     question, knowledge, cut_inputs = cut_for_directives(
-        question, knowledge, settings.question_chars, settings.knowledge_chars
+        question, knowledge, settings.limits.question_chars, settings.limits.knowledge_chars
     )
     try:
         base.directives, base.directive_note = env.moderator.directives(question, knowledge)

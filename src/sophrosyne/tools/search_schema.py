@@ -67,6 +67,6 @@ def search_schema(env: Searcher, query: str, k: int | None = 10) -> SchemaHits:
     if not query.strip():
         raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
     k, capped = count(k, "k", 10, MAX_HITS)
-    text = shorten(query, env.settings.question_chars, at_word=True)
+    text = shorten(query, env.settings.limits.question_chars, at_word=True)
     hits = SchemaHits(query=query, hits=env.moderator.search(text, k), note=capped)
-    return fit(hits, env.settings.token_budget)
+    return fit(hits, env.settings.limits.token_budget)
