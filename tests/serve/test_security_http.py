@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -24,6 +21,7 @@ from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import build_sqlite
 from fixtures.policies import POLICY, TOKENS, leaked
+from fixtures.serving import http_server
 from sophrosyne.sql.policy import hash_token
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,48 +41,16 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 CLIENTS, CALLS_EACH = 50, 20
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module", params=[1, 2], ids=["1-worker", "2-workers"])
 def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("http_security")
     database = build_sqlite(folder / "hr.sqlite")
     policy = folder / "policy.toml"
     policy.write_text(POLICY)
-    port = free_port()
-    command = [sys.executable, "-m", "sophrosyne", "serve", str(database), "--http", "--port", str(port)]
-    command += ["--workers", str(request.param)]
-    process = subprocess.Popen(
-        [*command, "--policy", str(policy)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                stderr = process.stderr.read().decode() if process.stderr else ""
-                pytest.fail(f"the HTTP server exited with {process.returncode}: {stderr}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("the HTTP server did not start within 30 s")
-                time.sleep(0.05)
+    workers = str(request.param)
+    with http_server(str(database), "--workers", workers, "--policy", str(policy)) as (process, port):
         yield f"http://127.0.0.1:{port}/mcp"
         assert process.poll() is None, "the server died"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr:
-            process.stderr.close()
 
 
 @contextlib.asynccontextmanager
