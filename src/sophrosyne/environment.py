@@ -193,6 +193,19 @@ class Environment:
     def index_leads(self) -> dict[str, set[str]] | None:
         return self.db.index_leads()
 
+    @property
+    def schema_ready(self) -> bool:
+        """Whether the database's schema is read: a call would not wait for it."""
+        return self.db.catalog_ready
+
+    def start_reading(self) -> None:
+        """Start reading the schema in the background (a server answers at once and reads meanwhile)."""
+        self.db.start_reading_catalog()
+
+    def read_schema(self) -> None:
+        """Read the schema now, waiting for a reading in progress; raises what the reading met."""
+        self.db.catalog()
+
     def warm(self, wait: bool = False) -> None:
         """Read the schema and build (or load) the directive indexes now, in the background; with `wait`,
         block until they are ready: tools are bounded by `timeout_s`, and a first call on a fresh database

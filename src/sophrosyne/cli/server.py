@@ -94,7 +94,7 @@ def serve(
         opened = spec.open()
         spec.drain_s = opened.settings.limits.timeout_s + 1
         for env in opened.environments.values():
-            env.db.start_reading_catalog()
+            env.start_reading()
         if allow_python:
             from sophrosyne.sandbox.executor import check_sandbox
 

@@ -48,7 +48,7 @@ class SourceWatch:
     def _follow(self, name: str, env: Environment) -> None:
         while True:
             try:
-                env.db.catalog()  # waits for the reading in progress, or starts it again after a failure
+                env.read_schema()  # waits for the reading in progress, or starts it again after a failure
             except SophrosyneError as exc:
                 reason = str(exc)
             except Exception:  # not an error the environment raises on purpose: the log has the details
@@ -71,7 +71,7 @@ class SourceWatch:
     def state(self, name: str, env: Environment) -> str:
         if name in self.failures:
             return "failed"
-        return "ready" if env.db.catalog_ready else "loading"
+        return "ready" if env.schema_ready else "loading"
 
 
 def health_of(
