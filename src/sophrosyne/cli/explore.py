@@ -18,7 +18,6 @@ from sophrosyne.cli.targets import (
     JsonOption,
     PolicyOption,
     RoleOption,
-    closing_opened,
     open_env,
     resolve_db,
     split_db,
@@ -46,7 +45,7 @@ def tables(
     """
     from sophrosyne.cli.display import emit
 
-    with reported(), closing_opened():
+    with reported():
         env = open_env(resolve_db(db), config, descriptions, policy=policy, role=role, directives=directives)
         emit(env.list_tables(question=question, knowledge=knowledge, pattern=pattern, offset=offset), as_json)
 
@@ -65,7 +64,7 @@ def describe(
     """
     from sophrosyne.cli.display import emit
 
-    with reported(), closing_opened():
+    with reported():
         db, (table,) = split_db(args, 1, "[DB] TABLE")
         emit(open_env(db, config, policy=policy, role=role).describe_table(table, offset=offset), as_json)
 
@@ -88,7 +87,7 @@ def values(
     """
     from sophrosyne.cli.display import emit
 
-    with reported(), closing_opened():
+    with reported():
         db, (table, column) = split_db(args, 2, "[DB] TABLE COLUMN")
         emit(
             open_env(db, config, policy=policy, role=role).get_distinct_values(
@@ -112,7 +111,7 @@ def find(
     """
     from sophrosyne.cli.display import emit
 
-    with reported(), closing_opened():
+    with reported():
         db, (term,) = split_db(args, 1, "[DB] TERM")
         emit(open_env(db, config, policy=policy, role=role).find_rows(term, table=table), as_json)
 
@@ -132,7 +131,7 @@ def search(
     """
     from sophrosyne.cli.display import emit
 
-    with reported(), closing_opened():
+    with reported():
         db, (query,) = split_db(args, 1, "[DB] QUERY")
         emit(open_env(db, config, descriptions, policy=policy, role=role).search_schema(query, k=k), as_json)
 
@@ -152,7 +151,7 @@ def sql(
     """
     from sophrosyne.cli.display import emit
 
-    with reported(), closing_opened():
+    with reported():
         db, (statement,) = split_db(args, 1, "[DB] SQL")
         env = open_env(db, config, policy=policy, role=role)
         emit(env.explain_sql(statement) if explain else env.execute_sql(statement, limit=limit), as_json)

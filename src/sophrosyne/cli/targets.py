@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import click
 import typer
 
 if TYPE_CHECKING:
@@ -123,18 +122,8 @@ def open_env(
 
     settings = Settings.load(config, policy_file=policy, directives=directives, audit_log=audit_log)
     env = Environment.open(db, settings=settings, descriptions=descriptions, role_name=role, probe=probe)
-    _opened.append(env)
+    # Closed when the command ends, however it ends: its connections go back to the server.
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(env.close)
     return env
-
-
-_opened: list[Environment] = []
-
-
-@contextmanager
-def closing_opened() -> Iterator[None]:
-    """The databases a command opened are closed when it ends (its connections go back to the server)."""
-    try:
-        yield
-    finally:
-        while _opened:
-            _opened.pop().db.close()

@@ -14,7 +14,6 @@ from sophrosyne.cli.targets import (
     JsonOption,
     PolicyOption,
     RoleOption,
-    closing_opened,
     open_env,
     resolve_db,
     split_db,
@@ -116,7 +115,7 @@ def demo(
     """
     from sophrosyne.cli.demo import run_demo
 
-    with reported(), closing_opened():
+    with reported():
         run_demo(open_env(resolve_db(db), None))
 
 
