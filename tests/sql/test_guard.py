@@ -184,3 +184,19 @@ def test_deep_nesting_fails_closed() -> None:
     sql = "SELECT " + "(" * 3000 + "1" + ")" * 3000
     with pytest.raises((RejectedSQL, SQLSyntaxError)):
         check_sql(sql, "sqlite")
+
+
+@pytest.mark.parametrize(
+    ("sql", "meant"),
+    [
+        ("SELEC * FROM employees", "SELECT"),
+        ("selct name FROM employees", "SELECT"),
+        ("WTIH a AS (SELECT 1) SELECT 1", "WITH"),
+    ],
+)
+def test_a_misspelt_first_word_is_named_with_the_keyword_meant(sql: str, meant: str) -> None:
+    with pytest.raises(SQLSyntaxError) as caught:
+        check_sql(sql, "sqlite")
+    assert f"starts with `{sql.split()[0]}`, which is not an SQL keyword: did you mean {meant}?" in caught.value.message
+    assert (caught.value.line, caught.value.column) == (1, 1)
+    assert "MUL" not in caught.value.message

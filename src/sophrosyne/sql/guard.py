@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import difflib
 import logging
 import re
 import unicodedata
@@ -11,7 +12,7 @@ from functools import lru_cache
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError, TokenError
-from sqlglot.tokenizer_core import Token
+from sqlglot.tokenizer_core import Token, TokenType
 
 from sophrosyne import engines
 from sophrosyne.base.text import shorten
@@ -23,6 +24,8 @@ from sophrosyne.sql import shape
 __all__ = ["check_sql"]
 
 _READ_ONLY = "only read-only queries (SELECT, WITH ... SELECT, set operations) run here."
+# The words a read-only query starts with, for a misspelt first word.
+_QUERY_STARTS = ("SELECT", "WITH", "VALUES")
 _HINT_QUERY = "Send exactly one SELECT (optionally with WITH, UNION, INTERSECT or EXCEPT) that only reads."
 _HINT_FUNCTION = (
     "Use ordinary SQL functions on this database's tables; "
@@ -134,12 +137,13 @@ def _dialect(name: str) -> Dialect:
 
 def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[Token], list[exp.Expr | None]]:
     token = _parsing.set(True)
+    tokens: list[Token] = []
     try:
         tokens = engine.tokenize(sql)
         shape.check_tokens(tokens, limits)
         return tokens, engine.parser().parse(tokens, sql)
     except ParseError as error:
-        raise _syntax_error(error) from None
+        raise (_unknown_first_word(tokens) or _syntax_error(error)) from None
     except TokenError as error:
         raise _token_error(sql, error) from None
     except SqlglotError as error:
@@ -152,6 +156,25 @@ def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[T
 
 
 _INTERNAL_CLASS = re.compile(r"(?:Required keyword: '\w+' missing)? for <class '(?:[\w.]+\.)?(\w+)'>")
+
+
+def _unknown_first_word(tokens: list[Token]) -> SQLSyntaxError | None:
+    """A statement whose first word misspells SELECT, WITH or VALUES (`SELEC * FROM t`): said so, rather than
+    what the parser made of the rest (`SELEC * FROM` reads as a multiplication missing its right side)."""
+    first = tokens[0] if tokens else None
+    if first is None or first.token_type != TokenType.VAR:
+        return None
+    close = difflib.get_close_matches(first.text.upper(), _QUERY_STARTS, n=1, cutoff=0.6)
+    if not close:
+        return None  # a word of another statement (START, SET): the parser's own error says where it fails
+    column = first.col - len(first.text) + 1
+    return SQLSyntaxError(
+        f"Syntax error at line {first.line}, column {column}: the statement starts with `{_shown(first.text)}`, "
+        f"which is not an SQL keyword: did you mean {close[0]}?",
+        hint=_HINT_QUERY,
+        line=first.line,
+        column=column,
+    )
 
 
 def _syntax_error(error: ParseError) -> SQLSyntaxError:
