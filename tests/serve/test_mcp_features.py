@@ -143,3 +143,46 @@ def test_a_long_call_sends_progress_and_the_chosen_log_level_is_honoured(
     assert progress and progress == sorted(progress)
     assert ("info", next(t for _, t in logged if t.startswith("execute_sql took"))) in logged
     assert any(level == "warning" and "execute_sql failed" in t and "nope" in t for level, t in logged), logged
+
+
+async def _hears_a_new_table(database: Path, mode: str) -> tuple[int, bool, int]:
+    import sqlite3
+
+    import anyio
+    from mcp.client.stdio import stdio_client
+
+    from fixtures.serving import stdio_params
+
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(message, "method", "") == "notifications/resources/list_changed":
+            heard.set()
+
+    params = stdio_params(str(database), env={"SOPHROSYNE_SCHEMA_CHECK_S": "0"})
+    async with Client(stdio_client(params), message_handler=on_message, mode=mode) as client:  # type: ignore[arg-type]
+        before = len((await client.list_resources()).resources)
+
+        def add_a_table() -> None:
+            with sqlite3.connect(database) as db:
+                db.execute("CREATE TABLE projects (project_id INTEGER PRIMARY KEY, name TEXT)")
+
+        with anyio.fail_after(20):
+            if mode == "legacy":
+                add_a_table()
+                await heard.wait()
+            else:  # the stream is open before the change: events are not replayed
+                async with client.listen(resources_list_changed=True) as changes:
+                    add_a_table()
+                    async for _ in changes:
+                        heard.set()
+                        break
+        return before, heard.is_set(), len((await client.list_resources()).resources)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["handshake-era", "2026-07-28 listen"])
+def test_a_table_added_while_serving_is_told_as_a_changed_resource_list(tmp_path: Path, mode: str) -> None:
+    import anyio
+
+    before, heard, after = anyio.run(_hears_a_new_table, build_sqlite(tmp_path / "hr.sqlite"), mode)
+    assert heard and after == before + 1

@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
 from sophrosyne.serve.calls import Calls
+from sophrosyne.serve.changes import SchemaChanges
 from sophrosyne.serve.connections import ACCEPT_BACKLOG, ConnectionLimits, GuardedH11Protocol, raise_descriptor_limit
 from sophrosyne.serve.handshake import EarlyStdio
 from sophrosyne.serve.health import SourceWatch
@@ -46,6 +47,7 @@ def serve(
     watch = SourceWatch(sources)
     watch.start()  # a source that cannot be read is said on stderr now, and /health reports it
     server = build_server(sources, require_token=require_token, calls=calls, allow_python=allow_python, watch=watch)
+    SchemaChanges(sources, _changes_every_s(sources)).install(server, standing_connections=not http)
     drain_s = sources.settings.limits.timeout_s + 1
     if http:
         for env in sources.environments.values():
@@ -55,6 +57,11 @@ def serve(
         anyio.run(serve_http, app, calls, host, port, drain_s, log_level)
     else:
         anyio.run(serve_stdio, server, calls, drain_s, early)
+
+
+def _changes_every_s(sources: Sources) -> float:
+    """How often the tables are looked at for clients: as often as the schema is checked, at most once a second."""
+    return max(1.0, sources.settings.reading.schema_check_s)
 
 
 class ServeSpec(BaseModel):
@@ -124,6 +131,7 @@ def http_app() -> Starlette:
     watch.start()
     require_token = any(env.policy is not None for env in sources.environments.values())
     server = build_server(sources, require_token=require_token, allow_python=spec.allow_python, watch=watch)
+    SchemaChanges(sources, _changes_every_s(sources)).install(server, standing_connections=False)
     GuardedH11Protocol.configure(ConnectionLimits.of(sources.settings))
     return http_asgi(server, spec.host)
 

@@ -52,10 +52,13 @@ class Binding:
         if policy is not None:
             self._tell_missing(policy, catalog)
         if held:
+            # Without a policy file only roles made in code are restricted: the operator of a server has nothing
+            # to act on, so it is not a warning there.
             self._tell(
                 f"held back from restricted roles until the policy is checked again (restart the server): "
                 f"{', '.join(held[:10])}{' ...' if len(held) > 10 else ''}, which appeared after the policy was "
-                "checked"
+                "checked",
+                logging.WARNING if policy is not None else logging.INFO,
             )
         return admitted
 
@@ -65,12 +68,12 @@ class Binding:
         except ConfigError as exc:  # what the rule named is gone: it guards nothing now, which is safe
             self._tell(f"the schema changed under the policy: {exc.message}")
 
-    def _tell(self, message: str) -> None:
+    def _tell(self, message: str, level: int = logging.WARNING) -> None:
         with self._lock:
             if message in self._told:
                 return
             self._told.add(message)
-        logger.warning("%s", message)
+        logger.log(level, "%s", message)
 
 
 def _held_back(catalog: Catalog, known: dict[str, set[str]]) -> tuple[Catalog, list[str]]:
