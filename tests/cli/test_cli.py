@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from fixtures.engines import sha256_file
+from fixtures.engines import build_sqlite, sha256_file
 from sophrosyne.cli.app import app, demo_path
 
 runner = CliRunner()
@@ -81,6 +82,13 @@ def test_find() -> None:
     (match,) = found["matches"]
     assert match["table"] == "departments"
     assert any("D042" in row for row in match["rows"])
+
+
+def test_find_searches_views_with_views(tmp_path: Path) -> None:
+    database = str(build_sqlite(tmp_path / "hr.sqlite"))
+    assert "department_headcount" not in {m["table"] for m in as_json("find", database, "Field Operations")["matches"]}
+    found = as_json("find", database, "Field Operations", "--views")
+    assert "department_headcount" in {m["table"] for m in found["matches"]}
 
 
 def test_sql() -> None:

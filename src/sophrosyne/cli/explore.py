@@ -100,6 +100,7 @@ def values(
 def find(
     args: Annotated[list[str], typer.Argument(metavar="[DB] TERM", help="Optional database, then the term.")],
     table: Annotated[str | None, typer.Option(help="Only this table.")] = None,
+    views: Annotated[bool, typer.Option("--views", help="Search the views too.")] = False,
     config: ConfigOption = None,
     policy: PolicyOption = None,
     role: RoleOption = None,
@@ -113,7 +114,7 @@ def find(
 
     with reported():
         db, (term,) = split_db(args, 1, "[DB] TERM")
-        emit(open_env(db, config, policy=policy, role=role).find_rows(term, table=table), as_json)
+        emit(open_env(db, config, policy=policy, role=role).find_rows(term, table=table, views=views), as_json)
 
 
 def search(
