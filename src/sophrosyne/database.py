@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -123,8 +124,6 @@ class Database:
     def _read_catalog(self) -> Catalog:
         """The schema, as the engine reads it; a database that cannot be reached says so as on a direct
         connection, not as the driver's exception (a source of a sources file or `serve` is read here first)."""
-        from sqlalchemy.exc import DBAPIError
-
         source = engines.CatalogSource(
             session=self.session,
             run=self._first_row,
@@ -138,7 +137,12 @@ class Database:
             return read_catalog(self.engine, source)
         except ConnectionFailed as exc:
             raise ConnectionFailed(f"source `{self.name}`: {exc.message}", hint=exc.hint) from None
-        except DBAPIError as exc:
+        except Exception as exc:
+            # Only SQLAlchemy raises its DBAPIError, and a file's pool never loads it: importing it here to
+            # catch it would cost a file's first reading half a second.
+            loaded = sys.modules.get("sqlalchemy.exc")
+            if loaded is None or not isinstance(exc, loaded.DBAPIError):
+                raise
             said = str(exc.orig or exc).strip().splitlines()
             raise ConnectionFailed(
                 f"cannot read the schema of `{self.name}` ({self.display_url}): "
