@@ -186,3 +186,29 @@ def test_a_table_added_while_serving_is_told_as_a_changed_resource_list(tmp_path
 
     before, heard, after = anyio.run(_hears_a_new_table, build_sqlite(tmp_path / "hr.sqlite"), mode)
     assert heard and after == before + 1
+
+
+async def _listens_over_http(url: str, database: Path) -> bool:
+    import sqlite3
+
+    import anyio
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with Client(streamable_http_client(url)) as client, client.listen(resources_list_changed=True) as changes:
+        with sqlite3.connect(database) as db:
+            db.execute("CREATE TABLE projects (project_id INTEGER PRIMARY KEY, name TEXT)")
+        with anyio.fail_after(20):
+            async for _ in changes:
+                return True
+    return False
+
+
+def test_a_listen_stream_over_http_hears_a_table_added(tmp_path: Path) -> None:
+    # Stateless HTTP keeps no connection to tell: a 2026-07-28 client's subscriptions/listen stream hears it.
+    import anyio
+
+    from fixtures.serving import http_server
+
+    database = build_sqlite(tmp_path / "hr.sqlite")
+    with http_server(str(database), env={"SOPHROSYNE_SCHEMA_CHECK_S": "0"}) as (_, port):
+        assert anyio.run(_listens_over_http, f"http://127.0.0.1:{port}/mcp", database)

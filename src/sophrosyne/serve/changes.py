@@ -41,12 +41,14 @@ class SchemaChanges:
         self.connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self.seen: dict[str, frozenset[str]] = {}
         self._bus: Any = None
+        self.standing = False
         self._task: asyncio.Task[None] | None = None
 
     def install(self, server: MCPServer, *, standing_connections: bool) -> None:
         """Hear every request (to know the connections and start watching); with `standing_connections`
         (stdio), also claim `resources.listChanged` to clients of the handshake era."""
         self._bus = server._subscriptions  # the SDK's fan-out to subscriptions/listen streams
+        self.standing = standing_connections
         server.middleware.append(self)
         if standing_connections:
             lowlevel = server._lowlevel_server
@@ -60,10 +62,18 @@ class SchemaChanges:
             lowlevel.get_capabilities = claimed  # type: ignore[method-assign]
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        with contextlib.suppress(TypeError):  # a session the SDK cannot refer to weakly is not kept
-            self.connections.add(getattr(ctx.session, "_connection", ctx.session))
-        if self._task is None:
+        if self.standing:
+            with contextlib.suppress(TypeError):  # a session the SDK cannot refer to weakly is not kept
+                self.connections.add(getattr(ctx.session, "_connection", ctx.session))
+        # Someone can hear a change: the client of a standing connection, or one that opened a listen stream
+        # (over stateless HTTP nobody else can, and the server does no work for nobody).
+        if self._task is None and (self.standing or ctx.method == "subscriptions/listen"):
             self._task = asyncio.get_running_loop().create_task(self._watch(), name="sophrosyne-schema-changes")
+        if ctx.method == "subscriptions/listen":
+            # A change is measured from the moment the stream opens (it stays open: no answer to wait for).
+            with contextlib.suppress(Exception):
+                if await anyio.to_thread.run_sync(self.check):
+                    await self.notify()
         result = await call_next(ctx)
         if ctx.method == "resources/list":
             # What a client was given is what a change is measured against.
