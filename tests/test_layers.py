@@ -81,8 +81,11 @@ def imports_of(module: str) -> Iterator[tuple[str, int]]:
             if node.level:
                 parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*parts, *([base] if base else [])])
-            # `from a import b` imports module a.b when b is one, else a name of module a.
-            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+            # `from a import b` imports module a.b when b is one, else a name of module a; either way it runs
+            # and reads package a's __init__, so a counts too (but the facade, which every import runs first
+            # and which imports nothing at run time, only when a name of its own is taken from it).
+            modules = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES]
+            names = modules if base == "sophrosyne" and len(modules) == len(node.names) else [base, *modules]
         else:
             continue
         for name in names:

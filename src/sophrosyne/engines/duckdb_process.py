@@ -34,8 +34,7 @@ from typing import Any
 
 import duckdb
 
-from sophrosyne.engines import duckdb_child
-from sophrosyne.engines.duckdb_child import MEMORY_BYTES, exactly, receive, send
+from sophrosyne.engines.duckdb_child import MEMORY_BYTES, exactly, receive, send, zygote_main
 
 # Rows per message when the whole result is asked for.
 _FETCH_ALL_BATCH = 1000
@@ -187,7 +186,7 @@ class _Zygote:
         ours, theirs = socket.socketpair()
         # The zygote imports what the children need, and never writes to the server's stdout (MCP's channel).
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"from {duckdb_child.__name__} import zygote_main; zygote_main({theirs.fileno()})"],
+            [sys.executable, "-c", f"from {zygote_main.__module__} import zygote_main; zygote_main({theirs.fileno()})"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             pass_fds=[theirs.fileno()],
