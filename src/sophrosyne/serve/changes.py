@@ -22,6 +22,8 @@ import anyio.to_thread
 from mcp.server.lowlevel import NotificationOptions
 from mcp.shared.subscriptions import ResourcesListChanged
 
+from sophrosyne.serve.features import connection_of
+
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.mcpserver import MCPServer
@@ -64,7 +66,7 @@ class SchemaChanges:
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
         if self.standing:
             with contextlib.suppress(TypeError):  # a session the SDK cannot refer to weakly is not kept
-                self.connections.add(getattr(ctx.session, "_connection", ctx.session))
+                self.connections.add(connection_of(ctx))
         # Someone can hear a change: the client of a standing connection, or one that opened a listen stream
         # (over stateless HTTP nobody else can, and the server does no work for nobody).
         if self._task is None and (self.standing or ctx.method == "subscriptions/listen"):

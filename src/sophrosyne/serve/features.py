@@ -193,7 +193,7 @@ class Notices:
         server.middleware.append(self)
 
     async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> EmptyResult:
-        self.levels[_connection(ctx)] = params.level
+        self.levels[connection_of(ctx)] = params.level
         return EmptyResult()
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
@@ -237,7 +237,7 @@ class Notices:
         # at the level the connection chose with logging/setLevel.
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
-        chosen = self.levels.get(_connection(ctx))
+        chosen = self.levels.get(connection_of(ctx))
         if chosen is None or LEVELS.index(level) < LEVELS.index(chosen):
             return
         with contextlib.suppress(Exception), warnings.catch_warnings():
@@ -246,6 +246,6 @@ class Notices:
             await ctx.session.send_log_message(level, text, logger="sophrosyne", related_request_id=ctx.request_id)  # type: ignore[arg-type]
 
 
-def _connection(ctx: ServerRequestContext[Any, Any]) -> Any:
+def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
     """The connection a request came on (one per stdio process or HTTP session)."""
     return getattr(ctx.session, "_connection", ctx.session)

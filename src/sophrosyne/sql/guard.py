@@ -143,7 +143,7 @@ def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[T
         shape.check_tokens(tokens, limits)
         return tokens, engine.parser().parse(tokens, sql)
     except ParseError as error:
-        raise (_unknown_first_word(tokens) or _syntax_error(error)) from None
+        raise (_unknown_first_word(tokens) or syntax_error(error)) from None
     except TokenError as error:
         raise _token_error(sql, error) from None
     except SqlglotError as error:
@@ -177,7 +177,8 @@ def _unknown_first_word(tokens: list[Token]) -> SQLSyntaxError | None:
     )
 
 
-def _syntax_error(error: ParseError) -> SQLSyntaxError:
+def syntax_error(error: ParseError) -> SQLSyntaxError:
+    """sqlglot's parse error in words: where, near what, and which clause is incomplete (no class names)."""
     first = error.errors[0] if error.errors else {}
     line, end_col = first.get("line"), first.get("col")
     near = str(first.get("highlight") or "")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -13,6 +12,7 @@ from sqlglot.errors import ParseError
 
 from sophrosyne.errors import ConfigError
 from sophrosyne.sql import functions as sql_functions
+from sophrosyne.sql.guard import syntax_error
 
 
 def normalize_value(value: Any) -> str:
@@ -49,10 +49,6 @@ def _literal_value(literal: exp.Literal) -> str:
     return normalize_value(Decimal(literal.this))
 
 
-# sqlglot names its own classes ("Required keyword: 'expression' missing for <class '...EQ'>"): cut them.
-_INTERNAL_CLASS = re.compile(r" for <class '[\w.]+'>")
-
-
 def parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
     """Parse a row filter and check it is a pure predicate; ConfigError says what is wrong and where."""
     return _parse_row_filter(text, dialect, where).copy()
@@ -63,12 +59,8 @@ def _parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
     try:
         statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
     except ParseError as error:
-        # sqlglot's own message underlines the token with terminal escapes: say where in words instead.
-        first = error.errors[0] if error.errors else {}
-        at = f" at line {first['line']}, column {first['col']}" if first.get("line") else ""
-        reason = _INTERNAL_CLASS.sub("", str(first.get("description") or "not SQL"))
         raise ConfigError(
-            f"row filter of {where} does not parse{at}: {text!r} ({reason})",
+            f"row filter of {where} does not parse: {text!r}: {syntax_error(error).message}",
             hint="Write a predicate such as `region = 'EU'` or `dept IN ('D1', 'D2')`.",
         ) from None
     except ValueError as error:
