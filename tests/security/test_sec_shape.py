@@ -71,9 +71,10 @@ def test_a_long_cte_chain_is_refused_at_once_on_postgres(pg_env: Environment, n:
         started = time.perf_counter()
         with pytest.raises(RejectedSQL) as caught:
             view.execute_sql(sql)
-        # Refused once tokenized, before it is parsed or planned (a ratio in the same run, with a margin, holds
-        # on a busy machine); planning it took PostgreSQL 23 s for 500 CTEs and 14 minutes for 3,000.
-        assert time.perf_counter() - started < 3 * tokenized + 1.5
+        # Refused once tokenized, before it is parsed or planned (a ratio in the same run, with a margin that
+        # holds on a busy machine: 1.8 s was seen there); planning it took PostgreSQL 23 s for 500 CTEs and 14
+        # minutes for 3,000.
+        assert time.perf_counter() - started < 3 * tokenized + 5
         assert "sql_max_ctes" in caught.value.message and "32" in caught.value.message
         assert caught.value.hint
 
