@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -150,6 +154,33 @@ def test_wordllama_embeddings_are_unit_vectors_and_batch_independent() -> None:
     large = embedder.embed(texts * 40)[:3]
     assert np.allclose(small, large, atol=1e-5)
     assert np.allclose(np.linalg.norm(small[[0, 2]], axis=1), 1.0, atol=1e-5)
+
+
+WORDLLAMA_CHECK = """
+import json, sys
+from pathlib import Path
+import numpy as np
+from sophrosyne.index.embedders import WordLlamaEmbedder
+texts = ["customer city", "", "unit price of an order item", "Ünïcödé Straße", "x" * 300]
+ours, batched = WordLlamaEmbedder().embed(texts), WordLlamaEmbedder().embed(texts * 30)[: len(texts)]
+loaded = {"wordllama": "wordllama" in sys.modules, "requests": "requests" in sys.modules}
+import wordllama
+from wordllama import WordLlama
+theirs = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True, dim=256).embed(texts)
+norms = np.linalg.norm(theirs, axis=1, keepdims=True)
+theirs = np.divide(theirs, norms, out=np.zeros_like(theirs), where=norms > 0)
+print(json.dumps({**loaded, "diff": float(max(abs(ours - theirs).max(), abs(batched - theirs).max()))}))
+"""
+
+
+def test_wordllama_vectors_match_the_package_and_need_no_import_of_it() -> None:
+    # In a process of its own: importing wordllama sets up logging at INFO, and the point is what is imported.
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    done = subprocess.run([sys.executable, "-c", WORDLLAMA_CHECK], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["wordllama"] is False and found["requests"] is False
+    assert found["diff"] < 1e-5
 
 
 def _embeddings(path: str, body: dict[str, Any]) -> dict[str, Any]:
