@@ -165,8 +165,14 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
         if key not in found or found[key].confidence < join.confidence:
             found[key] = join
 
-    for name, held in holders.items():
-        words = [stem(w) for w in split_identifier(held[0][1].name.rsplit(".", 1)[-1])]
+    for name, every in holders.items():
+        # A table that declares its keys declares all its joins: its columns are never a guess's source (and
+        # leaving them out first keeps a key held by thousands of declaring tables from costing thousands of
+        # owners each).
+        held = [(t, c) for t, c in every if (t.name, name) not in declared_columns]
+        if not held:
+            continue
+        words = [stem(w) for w in split_identifier(every[0][1].name.rsplit(".", 1)[-1])]
         if len(words) >= 2 and words[-1] not in KEY_WORDS:
             _named_after(words, name, held, by_entity, keyed, declared_columns, add)
             continue
@@ -174,7 +180,7 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
             continue
         # `OwnerUserId` -> users.Id and `home_team_api_id` -> team.team_api_id: a role word may lead the name,
         # so every tail that still ends in the key word is tried, the whole name first.
-        holder_names = {t.name for t, _ in held}
+        holder_names = {t.name for t, _ in every}
         for start in range(len(words) - 1):
             tail = words[start:]
             entity = " ".join(w for w in tail[:-1] if not w.isdigit())
