@@ -123,7 +123,8 @@ class SchemaIndex:
         # that it lives and dies with the index. Keys hold ids; values hold the objects, checked on reading.
         self.derived: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self.tables = sorted({d.table for d in docs})
-        self.doc_table = np.array([self.tables.index(d.table) for d in docs], dtype=np.int64)
+        position = {table: i for i, table in enumerate(self.tables)}  # not list.index: 5,000 tables, 40,000 docs
+        self.doc_table = np.array([position[d.table] for d in docs], dtype=np.int64)
 
     @classmethod
     def build(
