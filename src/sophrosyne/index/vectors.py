@@ -1,4 +1,10 @@
-"""Vector search over unit vectors: exact numpy when small, FAISS IVF when large."""
+"""Vector search over unit vectors, exact with numpy.
+
+No approximate index: directives score every question against every vector (`all_scores`) anyway, so the
+matrix must be in memory, and a FAISS IVF copy of it beside doubled the index's memory (42 MB more at 5,000
+tables) and its load time for a search that is exact here in 17 ms at 41,000 vectors and 75 ms at 160,000
+(measured on 2 busy cores, one BLAS thread).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,6 @@ import numpy as np
 import numpy.typing as npt
 
 from sophrosyne.index.embedders import Vectors
-
-EXACT_LIMIT = 20_000
 
 
 @lru_cache(maxsize=1)
@@ -32,43 +36,20 @@ def one_blas_thread() -> Iterator[None]:
 
 
 class VectorIndex:
-    """Inner-product search; above `exact_limit` vectors it builds a FAISS IVF-Flat index."""
+    """Inner-product search over a matrix of unit vectors (rows: documents)."""
 
-    def __init__(
-        self, vectors: Vectors, exact_limit: int = EXACT_LIMIT, nprobe: int = 16, ivf: object | None = None
-    ) -> None:
+    def __init__(self, vectors: Vectors) -> None:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self.nprobe = nprobe
-        self._faiss: object | None = ivf
-        if ivf is None and len(self.vectors) > exact_limit:
-            self._faiss = self._build_ivf(self.vectors)
 
     @property
     def kind(self) -> str:
-        return "exact" if self._faiss is None else "ivf"
-
-    def _build_ivf(self, vectors: Vectors) -> object:
-        import faiss
-
-        dim = vectors.shape[1]
-        lists = max(16, min(1024, int(np.sqrt(len(vectors)) * 1.0)))
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFFlat(quantizer, dim, lists, faiss.METRIC_INNER_PRODUCT)
-        rng = np.random.default_rng(0)
-        sample = vectors[rng.choice(len(vectors), size=min(len(vectors), lists * 40), replace=False)]
-        index.train(sample)
-        index.add(vectors)
-        index.nprobe = self.nprobe
-        return index
+        return "exact"
 
     def search(self, queries: Vectors, k: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
         """Scores and row ids of the k best vectors per query (ids are -1 where fewer exist)."""
         k = max(1, min(k, len(self.vectors)))
         if len(self.vectors) == 0:
             return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
-        if self._faiss is not None:
-            scores, ids = self._faiss.search(np.ascontiguousarray(queries, dtype=np.float32), k)  # type: ignore[attr-defined]
-            return scores.astype(np.float32), ids.astype(np.int64)
         sims = queries @ self.vectors.T
         if k < sims.shape[1]:
             part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
@@ -83,17 +64,7 @@ class VectorIndex:
 
     def save(self, folder: Path) -> None:
         np.save(folder / "vectors.npy", self.vectors)
-        if self._faiss is not None:
-            import faiss
-
-            faiss.write_index(self._faiss, str(folder / "vectors.faiss"))  # type: ignore[call-overload]
 
     @classmethod
-    def load(cls, folder: Path, exact_limit: int = EXACT_LIMIT) -> VectorIndex:
-        ivf: object | None = None
-        if (folder / "vectors.faiss").exists():
-            import faiss
-
-            ivf = faiss.read_index(str(folder / "vectors.faiss"))
-            ivf.nprobe = 16  # type: ignore[attr-defined]
-        return cls(np.load(folder / "vectors.npy"), exact_limit=exact_limit, ivf=ivf)
+    def load(cls, folder: Path) -> VectorIndex:
+        return cls(np.load(folder / "vectors.npy"))
