@@ -6,8 +6,8 @@ that name themselves in their anchor, CTEs shadowing table names in the statemen
 in derived tables and scalar subqueries, aggregates, window functions, set operations, LATERAL on PostgreSQL,
 quoted and upper-case names), on SQLite, DuckDB, PostgreSQL and MariaDB. A query the rewrite refuses counts
 as agreement only when it shadows a table name or fails on the reduced copy too; refusals are counted.
-SOPHROSYNE_PROPERTY_EXAMPLES sets the number per engine (default 250, for the two-minute suite; CI and the slow run
-take 2,000 on PostgreSQL and MariaDB).
+SOPHROSYNE_PROPERTY_EXAMPLES sets the number per engine (default 120, for the two-minute suite; CI takes 2,000 on
+every engine in a step of its own).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from sophrosyne.sql.policy import Role, TableRule, restrict, rewrite_for
 # Hypothesis draws a seed per query: a query is made with about 200 random choices, and drawing each one
 # through hypothesis cost 5x the time of the rest of the generator. A failure prints its SQL (not shrunk).
 SEEDS = st.integers(0, 2**63)
-EXAMPLES = int(os.environ.get("SOPHROSYNE_PROPERTY_EXAMPLES", "250"))
+EXAMPLES = int(os.environ.get("SOPHROSYNE_PROPERTY_EXAMPLES", "120"))
 PG_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=3"
 
 # name -> [(column, kind)], kind "i" integer or "t" text; the full schema.
