@@ -67,17 +67,22 @@ def stem(word: str) -> str:
 def words(text: str) -> list[str]:
     """Lower-cased words of free text, identifiers inside it split as identifiers."""
     out: list[str] = []
-    for token in re.split(r"\s+", text):
-        if token:
-            out.extend(split_identifier(token))
+    for token in text.split():  # str.split() splits on what re's \s matches, and drops the empty pieces
+        out.extend(_split(token))
     return out
 
 
 def tokenize(text: str) -> list[str]:
     """BM25 tokens: words split as identifiers, stemmed, stopwords dropped."""
-    return [stem(w) for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    return list(_tokens(text)) if text else []
 
 
+@lru_cache(maxsize=65536)  # a warehouse's catalog repeats its column names and descriptions many times
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit()))
+
+
+@lru_cache(maxsize=65536)  # the same column names, over and over, in a warehouse's catalog
 def stemmed(text: str) -> str:
     """One canonical spelling for exact matching: words joined by single spaces, stemmed."""
     return " ".join(stem(w) for w in words(text))
