@@ -217,3 +217,33 @@ def test_index_command_builds_then_reuses(tmp_path: Path) -> None:
     assert again.exit_code == 0 and "indexed 2 columns" in again.output
     missing = CliRunner().invoke(app, ["index", str(tmp_path / "nope.sqlite")], env=env)
     assert missing.exit_code == 1 and "does not exist" in missing.output
+
+
+def test_the_index_command_builds_what_a_server_loads_with_shards_and_undeclared_keys(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sophrosyne.cli.app import app
+    from sophrosyne.environment import Environment
+    from sophrosyne.settings import Settings
+
+    path = tmp_path / "events.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE customers (customer_id INTEGER, full_name TEXT)")
+        db.executemany("INSERT INTO customers VALUES (?, ?)", [(1, "Ada"), (2, "Grace")])
+        for day in range(1, 6):  # a shard group, which directives fold into one table
+            db.execute(f"CREATE TABLE events_2024010{day} (event_id INTEGER, customer_id INTEGER, kind TEXT)")
+            db.execute(f"INSERT INTO events_2024010{day} VALUES ({day}, 1, 'login')")
+    cache = tmp_path / "cache"
+    done = CliRunner().invoke(app, ["index", str(path)], env={"SOPHROSYNE_CACHE_DIR": str(cache), "COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert "of 6 tables" in done.output
+    env = Environment.open(path, settings=Settings(cache_dir=cache))
+    try:
+        listed = env.list_tables(question="Which kinds of events did Ada have?")
+        assert listed.directive_note is None or "still" not in listed.directive_note
+        # Loaded, not built: the server's directives index the folded catalog, with joins it infers, and the
+        # command built exactly that one.
+        assert env.moderator.index.build_s == 0.0
+        assert len(list((cache / "schema").iterdir())) == 1
+    finally:
+        env.close()

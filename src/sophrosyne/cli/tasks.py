@@ -137,6 +137,7 @@ def index(
     from rich.markup import escape
 
     from sophrosyne.cli.terminal import progress_bar
+    from sophrosyne.directives.units import fold_units
     from sophrosyne.index.build import index_database
     from sophrosyne.settings import Settings
 
@@ -151,6 +152,8 @@ def index(
                 value_seconds=value_seconds,
                 rebuild=rebuild,
                 progress=tick,
+                # The columns a server's directives index: shard groups folded, one table per group.
+                indexed=lambda catalog: fold_units(catalog).catalog,
             )
         console.print(
             f"indexed {report.columns} columns of {report.tables} tables"
