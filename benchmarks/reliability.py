@@ -63,7 +63,10 @@ def big_schemas(folder: Path, sizes: list[tuple[int, int]]) -> dict[str, Any]:
                 }
             )
             time.sleep(2)
-        figures[f"{tables}_tables"] = {"budget": env.settings.limits.token_budget, "timeout_s": env.settings.limits.timeout_s}
+        figures[f"{tables}_tables"] = {
+            "budget": env.settings.limits.token_budget,
+            "timeout_s": env.settings.limits.timeout_s,
+        }
         figures[f"{tables}_tables"]["calls"] = calls
         env.db.close()
     return figures
