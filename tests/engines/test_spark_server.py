@@ -3,6 +3,7 @@ its sessions (no file tables even past the guard), its deadline and its errors."
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -10,8 +11,9 @@ import pytest
 
 from fixtures.engines import COLUMN_COMMENT, EMPLOYEES, TABLE_COMMENT
 from fixtures.spark import hr_database
+from sophrosyne.base import deadline
 from sophrosyne.database import Database, open_database
-from sophrosyne.errors import QueryFailed, QueryTimeout
+from sophrosyne.errors import CallCancelled, QueryFailed, QueryTimeout
 from sophrosyne.settings import Settings
 
 pytestmark = pytest.mark.spark
@@ -69,6 +71,28 @@ def test_a_statement_past_its_timeout_is_cancelled_and_the_session_answers_next(
         db.run(ENDLESS, limit=1, timeout_s=2)
     # Cancelling stops Spark's tasks in 2-3 s; the margin holds on a busy machine.
     assert time.monotonic() - started < 20
+    assert db.run("SELECT 41 + 1", limit=1).rows == [(42,)]
+
+
+def test_a_client_s_cancel_stops_the_statement(db: Database) -> None:
+    call = deadline.Deadline(120)
+    outcome: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            with deadline.within(call):
+                db.run(ENDLESS, limit=1, timeout_s=120)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    time.sleep(2)  # running on Spark by now
+    stopped = time.monotonic()
+    call.cancel()
+    worker.join(30)
+    assert not worker.is_alive() and time.monotonic() - stopped < 20
+    assert len(outcome) == 1 and isinstance(outcome[0], CallCancelled)
     assert db.run("SELECT 41 + 1", limit=1).rows == [(42,)]
 
 
