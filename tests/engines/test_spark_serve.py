@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,16 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     url = load_demo(tmp_path_factory.mktemp("spark_demo"))
     assert url == "hive://127.0.0.1:10000/default"
     with connected(stdio_params(url, env=QUIET)) as client:
+        wait_for_the_catalog(client)
         yield client
+
+
+def wait_for_the_catalog(client: Session) -> None:
+    """A server just started reads its catalog in the background, slower than one 4 s call on a cold Spark:
+    a call meanwhile says so and asks to try again, as a client then does."""
+    deadline = time.monotonic() + 120
+    while "still being read" in text_of(client.call("list_tables", {})) and time.monotonic() < deadline:
+        time.sleep(1)
 
 
 def answer(session: Session, tool: str, arguments: dict[str, Any]) -> str:
@@ -159,6 +169,7 @@ def test_row_filters_and_hidden_columns_hold_on_spark(full: Environment, tmp_pat
             full.db.display_url.replace("spark+impyla", "hive"), "--policy", str(policy), "--role", "ops", env=QUIET
         )
     ) as client:
+        wait_for_the_catalog(client)
         text = text_of(client.call("execute_sql", {"sql": "SELECT * FROM employees"})).casefold()
     assert "d042" in text and not [c for c in canaries if c in text]
 
