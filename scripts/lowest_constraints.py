@@ -11,7 +11,8 @@ LOWER = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*>=\s*([^,;\s]+)")
 
 
 def main() -> None:
-    requirements = [*PROJECT["dependencies"], *PROJECT["optional-dependencies"]["bench"]]
+    extras = PROJECT["optional-dependencies"]
+    requirements = [*PROJECT["dependencies"], *extras["bench"], *extras["spark"]]
     for requirement in requirements:
         match = LOWER.match(requirement)
         if match is None:

@@ -13,6 +13,7 @@ from sophrosyne.engines.duckdb import DuckDB
 from sophrosyne.engines.mysql import MySQL
 from sophrosyne.engines.postgres import PostgreSQL
 from sophrosyne.engines.servers import ServerEngine
+from sophrosyne.engines.spark import Spark
 from sophrosyne.engines.sqlite import SQLite
 
 __all__ = [
@@ -29,13 +30,14 @@ __all__ = [
     "Row",
     "SQLite",
     "ServerEngine",
+    "Spark",
     "file_suffixes",
     "for_dialect",
     "for_file",
     "named",
 ]
 
-ENGINES: tuple[Engine, ...] = (SQLite(), DuckDB(), PostgreSQL(), MySQL())
+ENGINES: tuple[Engine, ...] = (SQLite(), DuckDB(), PostgreSQL(), MySQL(), Spark())
 _NAMED = {name: engine for engine in ENGINES for name in (engine.name, *engine.aliases)}
 
 

@@ -1,0 +1,222 @@
+"""Apache Spark (and Databricks) through a Thrift server (HiveServer2 protocol) and impyla: statements run
+asynchronously and polled, cancelled at their deadline or on the client's cancel; its own catalog reading
+(SHOW TABLES, SHOW VIEWS, DESCRIBE TABLE EXTENDED ... AS JSON), each database of the server as a schema.
+
+Spark has no read-only mode, keys, indexes, transactions or information_schema: the guard is the only write
+barrier (docs/policy.md), and join inference finds the joins."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sophrosyne.base import deadline
+from sophrosyne.engines.base import CatalogSource, Cursor, Row
+from sophrosyne.engines.catalogs import path_first, read_timeout, wanted_schemas
+from sophrosyne.engines.servers import ServerEngine
+from sophrosyne.errors import QueryFailed
+from sophrosyne.schema.catalog import Catalog, Column, Table
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+
+class Spark(ServerEngine):
+    name = "spark"
+    # `hive://` is how PyHive and most tools write a Thrift server's URL.
+    aliases = ("hive",)
+    driver = "impyla"
+    replaced_drivers = ("pyhive", "hive", "thrift")
+    backend_names: ClassVar[dict[str, str]] = {"hive": "spark"}
+    # `WITH RECURSIVE t AS (SELECT ... FROM t UNION ALL ...)`: INVALID_RECURSIVE_CTE, the anchor's `t` is the CTE.
+    anchor_sees_recursive_cte = True
+    # Names match ignoring case unless the server sets spark.sql.caseSensitive: a server may go either way.
+    cte_name_case_varies = True
+    # Filters are never pushed below a LIMIT; Spark's LIMIT takes an INT, whose largest value keeps every row.
+    fence_limit = "2147483647"
+    # ANSI mode (Spark 4's default) fails `city = 5` on the first value that is no number, and quotes it.
+    compares_without_failing = False
+    # `count(1)`, `(x + 1)`, `upper(city)`: an unaliased column is named by Spark's rendering.
+    names_columns_by_rendering = True
+    has_ilike = True
+
+    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
+        from sqlalchemy.dialects import registry
+
+        # Loaded by name on the first spark URL only: importing SQLAlchemy with the engines would slow files.
+        registry.register("spark.impyla", "sophrosyne.engines.spark_dialect", "SparkDialect")
+        return super().prepare_url(url)
+
+    @contextmanager
+    def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
+        connection = raw.driver_connection
+        connection.stop.clear()  # a stop raised for an earlier call is not this one's
+        yield _Polled(connection, timeout_s)
+
+    @contextmanager
+    def reading(self, cursor: Cursor, sql: str, deadline: float) -> Iterator[Cursor]:
+        assert isinstance(cursor, _Polled)
+        cursor.run(sql, deadline)
+        yield cursor
+
+    def interrupt(self, raw: Any) -> None:
+        # Only a flag: the session's thread, polling, sends the cancel on its own connection.
+        raw.driver_connection.stop.set()
+
+    def read_plan(self, columns: list[str], rows: Sequence[Row]) -> tuple[list[str], set[str]]:
+        text = "\n".join(str(row[0]) for row in rows if row and row[0] is not None)
+        # A statement that does not analyse is a plan of one error, not a failed statement.
+        if text.startswith("Error occurred during query planning"):
+            message = text.partition("\n")[2].strip().splitlines()
+            raise QueryFailed("the database failed the statement; its message:", quoted=message[0] if message else text)
+        return [line for line in text.splitlines() if line.strip()], set()
+
+    def schemas(self, cursor: Cursor) -> tuple[list[str | None], list[str]]:
+        cursor.execute("SELECT current_database()")
+        row = cursor.fetchone()
+        current = str(row[0]) if row else "default"
+        cursor.execute("SHOW DATABASES")
+        return [current], sorted(str(r[0]) for r in cursor.fetchall() if str(r[0]) != current)
+
+    def schema_fingerprint(self, cursor: Cursor) -> object:
+        # Tables and views of the current database: one cheap catalog call (no column list is cheap).
+        cursor.execute("SHOW TABLES")
+        return tuple(sorted(str(r[1]) for r in cursor.fetchall()))
+
+    def read_tables(self, source: CatalogSource) -> Catalog:
+        wanted = wanted_schemas(source.schemas)
+        tables: dict[str, Table] = {}
+        with source.session(read_timeout(source)) as cursor:
+            path, others = self.schemas(cursor)
+            if wanted is not None:
+                others = [s for s in others if s.lower() in wanted]
+            for schema in [*path, *others]:
+                deadline.check("reading the schema")
+                assert schema is not None
+                _read_database(cursor, schema, schema in path, tables)
+        return Catalog(tables=dict(sorted(tables.items(), key=path_first)), dialect=source.dialect)
+
+
+def _read_database(cursor: Cursor, schema: str, current: bool, tables: dict[str, Table]) -> None:
+    """The tables and views of one database; those of the current one by plain name."""
+    cursor.execute(f"SHOW TABLES IN {_quoted(schema)}")
+    # Temporary views belong to no database (the session's, which Sophrosyne never creates): left out.
+    names = [str(r[1]) for r in cursor.fetchall() if not r[2]]
+    cursor.execute(f"SHOW VIEWS IN {_quoted(schema)}")
+    views = {str(r[1]) for r in cursor.fetchall() if not r[2]}
+    for name in names:
+        cursor.execute(f"DESCRIBE TABLE EXTENDED {_quoted(schema)}.{_quoted(name)} AS JSON")
+        row = cursor.fetchone()
+        if row is None:
+            continue
+        described: dict[str, Any] = json.loads(row[0])
+        key = name if current else f"{schema}.{name}"
+        statistics = described.get("statistics") or {}
+        rows = statistics.get("num_rows")
+        tables[key] = Table(
+            name=key,
+            columns=[
+                Column(
+                    name=str(c["name"]),
+                    type=_type_name(c.get("type") or {}),
+                    nullable=bool(c.get("nullable", True)),
+                    description=str(c.get("comment") or "").strip(),
+                )
+                for c in described.get("columns") or []
+            ],
+            description=str(described.get("comment") or "").strip(),
+            kind="view" if name in views or described.get("type") == "VIEW" else "table",
+            schema=None if current else schema,
+            local_name=None if current else name,
+            # ANALYZE TABLE ... COMPUTE STATISTICS counts the rows; without it Spark knows only bytes.
+            row_estimate=int(rows) if rows is not None else None,
+        )
+
+
+def _type_name(kind: dict[str, Any]) -> str:
+    """A column type of DESCRIBE ... AS JSON in Spark's SQL words (`decimal(12,2)`, `array<string>`)."""
+    name = str(kind.get("name") or "")
+    if name == "decimal":
+        return f"decimal({kind.get('precision')},{kind.get('scale')})"
+    if name in {"varchar", "char"}:
+        return f"{name}({kind.get('length')})"
+    if name == "array":
+        return f"array<{_type_name(kind.get('element_type') or {})}>"
+    if name == "map":
+        return f"map<{_type_name(kind.get('key_type') or {})},{_type_name(kind.get('value_type') or {})}>"
+    if name == "struct":
+        fields = ", ".join(f"{f['name']}: {_type_name(f.get('type') or {})}" for f in kind.get("fields") or [])
+        return f"struct<{fields}>"
+    return name
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class _Polled:
+    """The session's cursor, each statement sent asynchronously and polled until done: past its deadline, or
+    once the connection's stop flag is raised, it is cancelled (a blocking execute that times out between
+    two of Spark's jobs would leave the second one running). Errors lose their Java class prefixes."""
+
+    def __init__(self, connection: Any, timeout_s: float) -> None:
+        self.connection = connection
+        self.cursor = connection.session
+        self.timeout_s = timeout_s
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]] | None:
+        return self.cursor.description  # type: ignore[no-any-return]
+
+    def execute(self, sql: str, /) -> Any:
+        self.run(sql, time.monotonic() + self.timeout_s)
+        return self
+
+    def run(self, sql: str, deadline: float) -> None:
+        from impala.error import Error, OperationalError
+        from thrift.transport.TTransport import TTransportException
+
+        cursor = self.cursor
+        try:
+            cursor.execute_async(sql)  # closes the previous statement's operation first
+            pause = 0.005
+            while cursor.is_executing():
+                if self.connection.stop.is_set() or time.monotonic() >= deadline:
+                    cursor.cancel_operation()
+                    # Words database.py reads as a deadline (or, when the client cancelled, as that).
+                    raise OperationalError("the statement was interrupted: cancelled at its statement timeout")
+                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+                pause = min(pause * 2, 0.1)
+            # Done: a failed statement raises its message here (impyla's one reading of the final state).
+            cursor._wait_to_finish()
+        except Error as exc:
+            raise type(exc)(clean_message(str(exc))) from None
+        except (TTransportException, OSError) as exc:
+            # The pool's ping finds the connection dead at its next hand-out and opens another.
+            raise OperationalError(f"lost the connection to the Spark server: {exc}") from None
+
+    def fetchone(self) -> Row | None:
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
+
+    def fetchmany(self, size: int, /) -> Sequence[Row]:
+        return self.cursor.fetchmany(size) if self.cursor.description else []
+
+    def fetchall(self) -> Sequence[Row]:
+        return self.cursor.fetchall() if self.cursor.description else []
+
+
+# `org.apache.hive.service.cli.HiveSQLException: Error running query: [X] org.apache.spark.sql.AnalysisException:`
+_JAVA_PREFIX = re.compile(r"(?:(?:[a-z]\w*\.)+[A-Z]\w*(?:Exception|Error)(?::\s*|\s*$)|Error running query:\s*)")
+_REPEATED_CLASS = re.compile(r"^(\[[A-Z_.]+\])\s+\1\s*")
+
+
+def clean_message(message: str) -> str:
+    """Spark's message without the Java exception classes before it, and without its stack trace."""
+    first = next((line for line in message.strip().splitlines() if line.strip()), message)
+    cut = _JAVA_PREFIX.sub("", first).strip()
+    return _REPEATED_CLASS.sub(r"\1 ", cut) or first.strip()

@@ -1,0 +1,111 @@
+"""SQLAlchemy's dialect for a Spark Thrift server through impyla (the `sophrosyne[spark]` extra): each pooled
+connection holds one HiveServer2 session, opened with file reads in table names off."""
+
+from __future__ import annotations
+
+import getpass
+import threading
+from typing import Any
+
+from sqlalchemy.engine.default import DefaultDialect
+
+# Spark reads ``text.`/etc/passwd` `` (any format's file as a table) unless this is off; the Thrift server takes
+# it as a Hive setting of the session (`set:hiveconf:`), which Spark applies to that session's SQL conf.
+SESSION_CONFIGURATION = {"set:hiveconf:spark.sql.runSQLOnFiles": "false"}
+# Seconds of each Thrift call (the statements themselves are polled, never waited on in one call); a session's
+# first statement on a fresh server takes about 3 s.
+CALL_TIMEOUT_S = 60
+
+
+class SparkConnection:
+    """One Thrift connection and the one session Sophrosyne runs statements in, with a stop flag that another
+    thread may raise (the session's own thread polls it and cancels the statement: a Thrift client is not
+    safe to call from two threads at once)."""
+
+    def __init__(self, thrift: Any, user: str, database: str | None) -> None:
+        self.thrift = thrift
+        configuration = dict(SESSION_CONFIGURATION)
+        if database:
+            configuration["use:database"] = database
+        self.session = thrift.cursor(user=user, configuration=configuration, close_finished_queries=False)
+        self.stop = threading.Event()
+
+    def cursor(self) -> Any:
+        return self.session
+
+    def ping(self) -> bool:
+        return bool(self.session.ping())
+
+    def commit(self) -> None:
+        """Spark has no transactions."""
+
+    def rollback(self) -> None:
+        """Spark has no transactions."""
+
+    def close(self) -> None:
+        try:
+            self.session.close()
+        finally:
+            self.thrift.close()
+
+
+class SparkDialect(DefaultDialect):
+    """Only what Sophrosyne asks of SQLAlchemy: URLs, a pool that pings, raw connections."""
+
+    name = "spark"
+    driver = "impyla"
+    paramstyle = "pyformat"
+    supports_statement_cache = True
+    default_schema_name = "default"
+
+    @classmethod
+    def import_dbapi(cls) -> Any:
+        import impala.dbapi
+
+        return impala.dbapi
+
+    def create_connect_args(self, url: Any) -> Any:
+        options: dict[str, Any] = {
+            "host": url.host or "127.0.0.1",
+            "port": url.port or 10000,
+            "user": url.username or getpass.getuser(),
+            "password": url.password,
+            "database": url.database or "default",
+            # A server without authentication still speaks SASL PLAIN, with any user name.
+            "auth_mechanism": "PLAIN",
+            "timeout": CALL_TIMEOUT_S,
+        }
+        for key, value in url.query.items():  # use_ssl, use_http_transport, http_path, auth_mechanism...
+            options[key] = value if key in {"auth_mechanism", "http_path"} else _flag(value)
+        return [], options
+
+    def connect(self, *args: Any, **options: Any) -> Any:  # a SparkConnection, which DB-API types do not know
+        import impala.dbapi
+
+        user, database = options["user"], options.pop("database")
+        return SparkConnection(impala.dbapi.connect(*args, **options), user, database)
+
+    def initialize(self, connection: Any) -> None:
+        """Nothing to learn from the server: no isolation levels, no server version used."""
+
+    def do_rollback(self, dbapi_connection: Any) -> None:
+        """No transactions: nothing to roll back when a connection goes back to the pool."""
+
+    def do_commit(self, dbapi_connection: Any) -> None:
+        """No transactions."""
+
+    def do_ping(self, dbapi_connection: Any) -> bool:
+        # The session's own cheap call (GetInfo): SQLAlchemy's SELECT 1 would open a session of its own.
+        try:
+            return bool(dbapi_connection.ping())
+        except Exception:  # a dead socket raises rather than answers: the pool opens another connection
+            return False
+
+
+def _flag(value: Any) -> Any:
+    text = str(value).lower()
+    if text in {"true", "1", "yes"}:
+        return True
+    if text in {"false", "0", "no"}:
+        return False
+    return int(text) if text.isdigit() else value
