@@ -169,21 +169,23 @@ def synonym_recall(embedder: Embedder, cases: list[dict[str, Any]], texts: dict[
     tables = {db: (list(t), embedder.embed(list(t.values()))) for db, t in texts.items()}
     questions = sorted({c[w] for c in cases for w in ("SpiderQuestion", "SpiderSynQuestion")})
     vectors = dict(zip(questions, embedder.embed(questions), strict=True))
-    ranks: dict[tuple[str, str, bool], list[list[int]]] = {}
+    ranks: dict[tuple[str, str], list[list[int]]] = {}
     for case in cases:
         names, table_vectors = tables[case["db_id"]]
         part = "held_out" if held_out(case["db_id"]) else "rest"
-        changed = case["SpiderSynQuestion"] != case["SpiderQuestion"]
+        # Subsets: questions the rewording changed; databases of more than 3 tables, where recall@3 can miss.
+        parts = [part]
+        parts += [f"{part}_reworded_only"] if case["SpiderSynQuestion"] != case["SpiderQuestion"] else []
+        parts += [f"{part}_over_3_tables"] if len(names) > 3 else []
         for wording, field in (("synonym", "SpiderSynQuestion"), ("original", "SpiderQuestion")):
             order = np.argsort(-(table_vectors @ vectors[case[field]]), kind="stable")
             position = {names[j]: r + 1 for r, j in enumerate(order)}
             gold = [position[t] for t in case["gold"]]
-            ranks.setdefault((wording, part, False), []).append(gold)
-            if changed:
-                ranks.setdefault((wording, part, True), []).append(gold)
+            for name in parts:
+                ranks.setdefault((wording, name), []).append(gold)
     out: dict[str, Any] = {"seconds": round(time.perf_counter() - started, 1)}
-    for (wording, part, changed), found in sorted(ranks.items()):
-        out.setdefault(wording, {})[part + ("_reworded_only" if changed else "")] = _scores(found)
+    for (wording, name), found in sorted(ranks.items()):
+        out.setdefault(wording, {})[name] = _scores(found)
     return out
 
 
