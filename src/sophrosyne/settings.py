@@ -164,6 +164,7 @@ class Inference(Section):
     """Directives: the mode, and the inexpensive model that infers a question's column names (optional)."""
 
     directives: DirectivesMode = Field("directives", description="Directive mode: none, directives or oracle.")
+    embedder: Literal["wordllama", "minilm", "e5-small"] = Field("wordllama", description="The index's embedder.")
     base_url: str | None = Field(
         None, description="OpenAI-compatible endpoint (…/v1) of an inexpensive model that infers column names."
     )
