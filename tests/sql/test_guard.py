@@ -13,7 +13,7 @@ from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 from sophrosyne.sql.guard import check_sql
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "guard.sql"
-DIALECTS = {"sqlite", "duckdb", "postgres", "mysql"}
+DIALECTS = {"sqlite", "duckdb", "postgres", "mysql", "spark", "databricks", "hive", "bigquery", "snowflake"}
 
 
 @dataclass(frozen=True)
