@@ -11,7 +11,7 @@ import re
 
 from sqlglot import exp
 
-__all__ = ["file_table", "reads_fields_only", "substitutes_variables", "wildcard_prefix"]
+__all__ = ["file_table", "reads_fields_only", "recurses_without_keyword", "substitutes_variables", "wildcard_prefix"]
 
 # Spark, Databricks and Hive SQL share the rules below (the engines of the `spark` record answer them all).
 SPARK_FAMILY = frozenset({"spark", "spark2", "databricks", "hive"})
@@ -36,6 +36,12 @@ def substitutes_variables(dialect: str) -> bool:
     `spark.sql.variable.substitute`, on by default), with `${env:NAME}` for the server's environment variables,
     `${system:name}` for the JVM's properties and `${name}` for its settings, secrets among them; so does Hive."""
     return dialect in SPARK_FAMILY
+
+
+def recurses_without_keyword(dialect: str) -> bool:
+    """Whether a CTE may read itself without `WITH RECURSIVE` (Snowflake: "the keyword RECURSIVE is
+    optional"; Spider 2.0's gold query sf_bq221 recurses so): the rewrite then scopes every WITH as recursive."""
+    return dialect == "snowflake"
 
 
 def reads_fields_only(dialect: str) -> bool:

@@ -218,6 +218,11 @@ CAST_TYPES: dict[str, frozenset[DType]] = {
     "duckdb": _SCALARS | {
         _T.UTINYINT, _T.USMALLINT, _T.UINT, _T.UBIGINT, _T.INT128, _T.UINT128, _T.LIST, _T.STRUCT, _T.MAP,
     },
+    # Neither warehouse has user-defined or row types: these are their own scalar and semi-structured types.
+    "bigquery": _SCALARS | {_T.BIGDECIMAL, _T.GEOGRAPHY, _T.STRUCT},
+    "snowflake": _SCALARS | {
+        _T.TIMESTAMPNTZ, _T.TIMESTAMPLTZ, _T.VARIANT, _T.OBJECT, _T.GEOGRAPHY, _T.GEOMETRY, _T.STRUCT,
+    },
 }  # fmt: skip
 
 
