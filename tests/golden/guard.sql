@@ -1795,3 +1795,8 @@ SELECT $1 FROM @my_stage/data.csv
 -- dialect: snowflake
 -- expect: reject: `COPY` is not allowed
 COPY INTO @my_stage/out FROM t
+
+-- case: spark_input_file_name
+-- dialect: spark
+-- expect: allow
+SELECT input_file_name() AS f, COUNT(*) FROM db.events GROUP BY input_file_name()
