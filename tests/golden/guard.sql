@@ -1800,3 +1800,23 @@ COPY INTO @my_stage/out FROM t
 -- dialect: spark
 -- expect: allow
 SELECT input_file_name() AS f, COUNT(*) FROM db.events GROUP BY input_file_name()
+
+-- case: spark_at_parameter_written_back_as_substitution
+-- dialect: spark
+-- expect: reject: `@x` is not allowed on spark: a parameter is sent as `${...}`
+SELECT @x
+
+-- case: databricks_at_alias_is_a_parameter
+-- dialect: databricks
+-- expect: reject: is not allowed on databricks: a parameter is sent as `${...}`
+SELECT a FROM t@env:HOME
+
+-- case: spark_dollar_parameter
+-- dialect: spark
+-- expect: reject: is not allowed on spark: a parameter is sent as `${...}`
+SELECT * FROM t WHERE a = $1
+
+-- case: hive_session_parameter
+-- dialect: hive
+-- expect: reject: is not allowed on hive: a parameter is sent as `${...}`
+SELECT @@version

@@ -21,7 +21,7 @@ from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 from sophrosyne.sql import dialects, shape
 from sophrosyne.sql import functions as sql_functions
 
-__all__ = ["check_sql"]
+__all__ = ["check_sent", "check_sql"]
 
 _READ_ONLY = "only read-only queries (SELECT, WITH ... SELECT, set operations) run here."
 # The words a read-only query starts with, for a misspelt first word.
@@ -132,6 +132,17 @@ def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -
         # copying them was half of that copy's time.
         node._meta = None
     return root
+
+
+def check_sent(sql: str, dialect: str) -> None:
+    """Refuse the text about to be sent where the engine would substitute `${...}` in it first (Spark): the
+    rewrite writes names from the catalog, and a table or column may be named so."""
+    if "${" in sql and dialects.substitutes_variables(engines.for_dialect(dialect).name):
+        raise RejectedSQL(
+            f"The statement as it would run on {dialect} holds `${{`, which the engine replaces with a setting or "
+            "an environment variable of the server before it runs.",
+            hint="Leave out the table or column whose name holds `${`.",
+        )
 
 
 @lru_cache(maxsize=32)
@@ -256,6 +267,13 @@ def _check_node(node: exp.Expr, engine: Engine) -> None:
         _check_table_function(node.this, engine)
     elif isinstance(node, exp.TableFromRows):
         _check_rows_source(node, engine)
+    if isinstance(node, exp.Parameter | exp.SessionParameter) and dialects.substitutes_variables(engine.name):
+        # sqlglot writes `@name` (and `t@v1`, `$1`) back as `${name}` there, which the engine would substitute.
+        raise RejectedSQL(
+            f"`{_shown(node.sql())}` is not allowed on {engine.name}: a parameter is sent as `${{...}}`, which the "
+            "engine replaces with a setting, a JVM property or an environment variable of the server.",
+            hint="Write the value itself; a parameter cannot be bound here.",
+        )
     if isinstance(node, exp.PropertyEQ) and isinstance(node.this, (exp.Parameter, exp.SessionParameter)):
         raise RejectedSQL(
             f"Assigning a variable (`{_shown(node.sql())}`) is not allowed: queries here only read.",
