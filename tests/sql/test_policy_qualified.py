@@ -11,7 +11,7 @@ import sqlglot
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.schema.catalog import Catalog, Column, Table
 from sophrosyne.sql.guard import check_sql
-from sophrosyne.sql.policy import Role, TableRule, parse_policy, rewrite_for
+from sophrosyne.sql.policy import Role, TableRule, parse_policy, restrict, rewrite_for
 from sophrosyne.sql.policy.qualified import find_table, names_table, qualified_parts
 
 
@@ -170,3 +170,15 @@ def test_a_snowflake_cte_recurses_without_the_keyword() -> None:
         SF,
     )
     assert "FROM n WHERE" in sql  # the recursive term reads the CTE, as Snowflake does
+
+
+def test_a_rule_that_several_tables_end_with_later_denies_them_all() -> None:
+    """`orders` named one table when the policy was checked; a second `orders` appeared since."""
+    role = Role("eu", tables={"orders": TableRule(row_filter="region = 'EU'")})
+    with pytest.raises(UnknownTable):
+        _rewrite(role, "SELECT * FROM `shop-prod.sales.orders`", BQ)
+    with pytest.raises(UnknownTable):
+        _rewrite(role, "SELECT * FROM `shop-prod.archive.orders`", BQ)
+    seen = restrict(role, BQ).tables
+    assert "shop-prod.sales.orders" not in seen and "shop-prod.archive.orders" not in seen
+    assert "shop-prod.hr.staff" in seen
