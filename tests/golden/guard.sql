@@ -1796,11 +1796,6 @@ SELECT $1 FROM @my_stage/data.csv
 -- expect: reject: `COPY` is not allowed
 COPY INTO @my_stage/out FROM t
 
--- case: spark_input_file_name
--- dialect: spark
--- expect: allow
-SELECT input_file_name() AS f, COUNT(*) FROM db.events GROUP BY input_file_name()
-
 -- case: spark_at_parameter_written_back_as_substitution
 -- dialect: spark
 -- expect: reject: `@x` is not allowed on spark: a parameter is sent as `${...}`

@@ -131,7 +131,6 @@ _LISTS = "it builds or reads arrays and lists"
 _AGGREGATES = "it aggregates values"
 _HINTS = "it returns its argument (a planner hint)"
 _ROWS = "it turns values into rows (a table function)"
-_FILE_OF_ROW = "it names the data file the row was read from (no file is read)"
 _GEOGRAPHY = "it computes geography values (points, shapes, distances)"
 
 
@@ -181,8 +180,6 @@ ANONYMOUS_ALLOWED: dict[str, dict[str, str]] = {
         _JSON: "json_array json_contains json_depth json_insert json_length json_merge_patch json_pretty "
         "json_query json_quote json_replace json_search json_unquote json_valid",
     }),
-    # Checked on Spark 4's Thrift server (the engine of the `spark` record).
-    "spark": _listed({_FILE_OF_ROW: "input_file_name input_file_block_start input_file_block_length"}),
     # The warehouses cannot be reached from here: their names are from the vendors' function references.
     "bigquery": _listed({
         _GEOGRAPHY: "st_area st_astext st_asgeojson st_boundary st_buffer st_centroid st_closestpoint st_contains "
@@ -197,7 +194,6 @@ ANONYMOUS_ALLOWED: dict[str, dict[str, str]] = {
         "st_makepoint st_point st_union_agg st_within st_x st_y to_geography try_to_geography",
     }),
 }  # fmt: skip
-ANONYMOUS_ALLOWED["spark2"] = ANONYMOUS_ALLOWED["databricks"] = ANONYMOUS_ALLOWED["spark"]
 # A row filter checked before its engine is known may use any engine's (it is checked again when it runs).
 _ANONYMOUS_ANY = {name: why for names in ANONYMOUS_ALLOWED.values() for name, why in names.items()}
 UNLISTED = "it is not on this engine's list of allowed functions"
