@@ -1275,3 +1275,543 @@ SELECT sqlite_compileoption_get(0)
 -- dialect: sqlite
 -- expect: reject: at most 100 are allowed (setting `sql_max_depth`
 SELECT ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))
+
+-- case: spark_text_file_table
+-- dialect: spark
+-- expect: reject: Spark reads ``text.`path` `` as the file at that path
+SELECT * FROM text.`/etc/passwd`
+
+-- case: spark_parquet_relative_path
+-- dialect: spark
+-- expect: reject: Spark reads ``parquet.`path` `` as the file at that path
+SELECT * FROM parquet.`data/part-0.parquet`
+
+-- case: spark_csv_format_any_case
+-- dialect: spark
+-- expect: reject: Spark reads ``CSV.`path` `` as the file at that path
+SELECT * FROM CSV.`/srv/data/people.csv` AS p
+
+-- case: spark_json_url
+-- dialect: spark
+-- expect: reject: Spark reads ``json.`path` `` as the file at that path
+SELECT * FROM json.`s3a://bucket/key.json`
+
+-- case: spark_orc_in_a_join
+-- dialect: spark
+-- expect: reject: Spark reads ``orc.`path` `` as the file at that path
+SELECT t.a FROM t JOIN orc.`/warehouse/t2` AS o ON t.a = o.a
+
+-- case: spark_delta_path_time_travel_refused
+-- dialect: spark
+-- expect: reject: Spark reads ``delta.`path` `` as the file at that path
+SELECT * FROM delta.`/mnt/lake/events`
+
+-- case: spark_binaryfile_folder
+-- dialect: spark
+-- expect: reject: Spark reads ``binaryFile.`path` `` as the file at that path
+SELECT path, content FROM binaryFile.`/etc`
+
+-- case: spark_format_by_class_name
+-- dialect: spark
+-- expect: reject: Spark reads ``org.apache.spark.sql.parquet.`path` `` as the file
+SELECT * FROM `org.apache.spark.sql.parquet`.`/tmp/x`
+
+-- case: spark_format_unquoted_name
+-- dialect: spark
+-- expect: reject: Spark reads ``parquet.`path` `` as the file at that path
+SELECT * FROM parquet.sales
+
+-- case: spark_file_table_in_a_subquery
+-- dialect: spark
+-- expect: reject: Spark reads ``text.`path` `` as the file at that path
+SELECT * FROM t WHERE a IN (SELECT value FROM text.`/proc/self/environ`)
+
+-- case: spark_path_under_a_catalog
+-- dialect: spark
+-- expect: reject: Spark reads ``avro.`path` `` as the file at that path
+SELECT * FROM spark_catalog.avro.`/tmp/x.avro`
+
+-- case: spark_path_as_a_table_name
+-- dialect: spark
+-- expect: reject: it names a file or URL, which Spark reads as a file
+SELECT * FROM sales.`/tmp/x`
+
+-- case: databricks_volume_path
+-- dialect: databricks
+-- expect: reject: Spark reads ``json.`path` `` as the file at that path
+SELECT * FROM json.`/Volumes/main/default/raw/events.json`
+
+-- case: hive_text_file_table
+-- dialect: hive
+-- expect: reject: Spark reads ``text.`path` `` as the file at that path
+SELECT * FROM text.`/etc/passwd`
+
+-- case: spark_reflect
+-- dialect: spark
+-- expect: reject: `reflect()` is not allowed: it calls a Java method of the server's JVM by name
+SELECT reflect('java.lang.Runtime', 'getRuntime')
+
+-- case: spark_reflect_upper_case
+-- dialect: spark
+-- expect: reject: `reflect()` is not allowed: it calls a Java method
+SELECT REFLECT('java.lang.Thread', 'sleep', 10000L)
+
+-- case: spark_reflect_backquoted
+-- dialect: spark
+-- expect: reject: `reflect()` is not allowed: it calls a Java method
+SELECT `reflect`('java.util.UUID', 'randomUUID')
+
+-- case: spark_reflect_qualified
+-- dialect: spark
+-- expect: reject: `reflect()` is not allowed: it calls a Java method
+SELECT system.builtin.reflect('java.util.UUID', 'randomUUID')
+
+-- case: spark_java_method
+-- dialect: spark
+-- expect: reject: `java_method()` is not allowed: it calls a Java method
+SELECT java_method('java.lang.System', 'getProperty', 'user.home')
+
+-- case: spark_java_method_in_where
+-- dialect: spark
+-- expect: reject: `java_method()` is not allowed: it calls a Java method
+SELECT a FROM t WHERE java_method('java.lang.System', 'getenv', 'HOME') IS NOT NULL
+
+-- case: databricks_try_reflect
+-- dialect: databricks
+-- expect: reject: `try_reflect()` is not allowed: it calls a Java method
+SELECT try_reflect('java.lang.Runtime', 'getRuntime')
+
+-- case: hive_reflect2
+-- dialect: hive
+-- expect: reject: `reflect2()` is not allowed: it calls a Java method
+SELECT reflect2(name, 'length') FROM t
+
+-- case: spark_reflect_in_lateral_view
+-- dialect: spark
+-- expect: reject: `reflect()` is not allowed: it calls a Java method
+SELECT * FROM t LATERAL VIEW explode(array(reflect('java.util.UUID', 'randomUUID'))) e AS x
+
+-- case: spark_variable_substitution_env
+-- dialect: spark
+-- expect: reject: `${...}` is not allowed on spark: the engine replaces it in the SQL text
+SELECT '${env:AWS_SECRET_ACCESS_KEY}' AS k
+
+-- case: spark_variable_substitution_in_a_comment
+-- dialect: spark
+-- expect: reject: `${...}` is not allowed on spark
+SELECT a FROM t -- ${spark.hadoop.fs.s3a.secret.key}
+
+-- case: databricks_variable_substitution
+-- dialect: databricks
+-- expect: reject: `${...}` is not allowed on databricks
+SELECT * FROM t WHERE a = '${system:user.home}'
+
+-- case: spark_dollar_sign_allowed
+-- dialect: spark
+-- expect: allow
+SELECT concat('$', price) AS shown, '{x}' AS braces FROM t
+
+-- case: spark_insert
+-- dialect: spark
+-- expect: reject: `INSERT` is not allowed
+INSERT INTO t SELECT * FROM s
+
+-- case: spark_insert_overwrite_directory
+-- dialect: spark
+-- expect: reject: `INSERT` is not allowed
+INSERT OVERWRITE DIRECTORY '/tmp/out' SELECT * FROM t
+
+-- case: spark_create_table_as
+-- dialect: spark
+-- expect: reject: `CREATE` is not allowed
+CREATE TABLE t2 USING parquet LOCATION '/tmp/t2' AS SELECT * FROM t
+
+-- case: spark_create_temporary_function
+-- dialect: spark
+-- expect: reject: `CREATE` is not allowed
+CREATE TEMPORARY FUNCTION f AS 'com.example.Evil' USING JAR '/tmp/evil.jar'
+
+-- case: spark_create_sql_function
+-- dialect: spark
+-- expect: reject: `CREATE` is not allowed
+CREATE FUNCTION f(x INT) RETURNS INT RETURN x + 1
+
+-- case: spark_cache_table
+-- dialect: spark
+-- expect: reject: `CACHE` is not allowed
+CACHE TABLE t
+
+-- case: spark_cache_lazy_as_select
+-- dialect: spark
+-- expect: reject: `CACHE` is not allowed
+CACHE LAZY TABLE c AS SELECT * FROM t
+
+-- case: spark_uncache
+-- dialect: spark
+-- expect: reject: `UNCACHE` is not allowed
+UNCACHE TABLE t
+
+-- case: spark_clear_cache
+-- dialect: spark
+-- expect: reject: `CLEAR` is not allowed
+CLEAR CACHE
+
+-- case: spark_add_jar
+-- dialect: spark
+-- expect: reject: `ADD JAR` is not allowed
+ADD JAR /tmp/evil.jar
+
+-- case: spark_add_file
+-- dialect: spark
+-- expect: reject: `ADD FILE` is not allowed
+ADD FILE /tmp/script.py
+
+-- case: spark_list_jars
+-- dialect: spark
+-- expect: reject: `LIST` is not allowed
+LIST JARS
+
+-- case: spark_set_conf
+-- dialect: spark
+-- expect: reject: `SET` is not allowed
+SET spark.sql.runSQLOnFiles=true
+
+-- case: spark_set_all
+-- dialect: spark
+-- expect: reject: `SET` is not allowed
+SET
+
+-- case: spark_set_var
+-- dialect: spark
+-- expect: reject: `SET` is not allowed
+SET VAR v = 1
+
+-- case: spark_reset
+-- dialect: spark
+-- expect: reject: `RESET` is not allowed
+RESET
+
+-- case: spark_reset_key
+-- dialect: spark
+-- expect: syntax: Syntax error at line 1, column 12
+RESET spark.x
+
+-- case: spark_refresh_table
+-- dialect: spark
+-- expect: reject: `REFRESH` is not allowed
+REFRESH TABLE t
+
+-- case: spark_refresh_path
+-- dialect: spark
+-- expect: reject: `REFRESH` is not allowed
+REFRESH '/tmp/data'
+
+-- case: spark_msck_repair
+-- dialect: spark
+-- expect: reject: `MSCK REPAIR` is not allowed
+MSCK REPAIR TABLE t
+
+-- case: spark_analyze
+-- dialect: spark
+-- expect: reject: `ANALYZE` is not allowed
+ANALYZE TABLE t COMPUTE STATISTICS
+
+-- case: spark_load_data
+-- dialect: spark
+-- expect: reject: `LOAD DATA` is not allowed
+LOAD DATA LOCAL INPATH '/etc/passwd' INTO TABLE t
+
+-- case: spark_declare_variable
+-- dialect: spark
+-- expect: reject: `DECLARE` is not allowed
+DECLARE VARIABLE v INT
+
+-- case: spark_execute_immediate
+-- dialect: spark
+-- expect: reject: `EXECUTE` is not allowed
+EXECUTE IMMEDIATE 'DROP TABLE t'
+
+-- case: spark_use
+-- dialect: spark
+-- expect: reject: `USE` is not allowed
+USE other_db
+
+-- case: spark_drop
+-- dialect: spark
+-- expect: reject: `DROP` is not allowed
+DROP TABLE t
+
+-- case: spark_truncate
+-- dialect: spark
+-- expect: reject: `TRUNCATE` is not allowed
+TRUNCATE TABLE t
+
+-- case: spark_alter
+-- dialect: spark
+-- expect: reject: `ALTER` is not allowed
+ALTER TABLE t ADD COLUMNS (x INT)
+
+-- case: databricks_optimize
+-- dialect: databricks
+-- expect: reject: `OPTIMIZE` is not allowed
+OPTIMIZE t
+
+-- case: databricks_vacuum
+-- dialect: databricks
+-- expect: reject: `VACUUM` is not allowed
+VACUUM t
+
+-- case: databricks_copy_into
+-- dialect: databricks
+-- expect: reject: `COPY` is not allowed
+COPY INTO t FROM '/Volumes/main/raw/x'
+
+-- case: databricks_merge
+-- dialect: databricks
+-- expect: reject: `MERGE` is not allowed
+MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELETE
+
+-- case: spark_script_transform
+-- dialect: spark
+-- expect: reject: `QueryTransform` is not allowed
+SELECT TRANSFORM(a, b) USING '/bin/sh -c id' AS (x, y) FROM t
+
+-- case: spark_optimizer_hint
+-- dialect: spark
+-- expect: reject: `optimizer hint /*+ ... */` is not allowed
+SELECT /*+ BROADCAST(t) */ * FROM t
+
+-- case: spark_two_statements
+-- dialect: spark
+-- expect: reject: 2 statements were sent
+SELECT 1; SET spark.sql.runSQLOnFiles=true
+
+-- case: databricks_read_files
+-- dialect: databricks
+-- expect: reject: `read_files()` is not allowed: it reads or writes files on the database server
+SELECT * FROM read_files('/Volumes/main/raw/x', format => 'csv')
+
+-- case: databricks_read_kafka
+-- dialect: databricks
+-- expect: reject: `read_kafka()` is not allowed: it reads or writes files
+SELECT * FROM read_kafka(bootstrapServers => 'kafka:9092', subscribe => 'events')
+
+-- case: databricks_http_request
+-- dialect: databricks
+-- expect: reject: `http_request()` is not allowed: it reaches other databases or the network
+SELECT http_request(conn => 'c', method => 'GET', path => '/')
+
+-- case: databricks_ai_query
+-- dialect: databricks
+-- expect: reject: `ai_query()` is not allowed: it reaches other databases or the network
+SELECT ai_query('endpoint', concat('Summarize: ', body)) FROM t
+
+-- case: databricks_ai_function
+-- dialect: databricks
+-- expect: reject: `ai_summarize()` is not allowed: it reaches other databases or the network
+SELECT ai_summarize(body) FROM t
+
+-- case: databricks_secret
+-- dialect: databricks
+-- expect: reject: `secret()` is not allowed
+SELECT secret('scope', 'key')
+
+-- case: databricks_list_secrets
+-- dialect: databricks
+-- expect: reject: `list_secrets()` is not allowed
+SELECT * FROM list_secrets()
+
+-- case: databricks_identifier_table
+-- dialect: databricks
+-- expect: reject: `identifier()` is not allowed: it reads a table named by a string
+SELECT * FROM IDENTIFIER('db.' || 'salaries')
+
+-- case: databricks_identifier_column
+-- dialect: databricks
+-- expect: reject: `identifier()` is not allowed: it reads a table named by a string
+SELECT IDENTIFIER('salary') FROM t
+
+-- case: hive_in_file
+-- dialect: hive
+-- expect: reject: `in_file()` is not allowed: it reads or writes files
+SELECT in_file('root', '/etc/passwd')
+
+-- case: spark_unlisted_function
+-- dialect: spark
+-- expect: reject: `my_udf()` is not allowed: it is not on this engine's list of allowed functions
+SELECT my_udf(a) FROM t
+
+-- case: spark_ordinary_query
+-- dialect: spark
+-- expect: allow
+SELECT d.name, COUNT(*) AS n, AVG(e.salary) AS avg_salary, date_format(MAX(e.hired), 'yyyy-MM') AS last_hire
+FROM db.employees AS e JOIN db.departments AS d ON e.dept = d.id
+WHERE e.hired >= DATE '2020-01-01' AND e.name RLIKE '^[A-Z]'
+GROUP BY d.name
+HAVING COUNT(*) > 1
+ORDER BY n DESC
+LIMIT 10
+
+-- case: spark_three_part_name
+-- dialect: spark
+-- expect: allow
+SELECT * FROM spark_catalog.default.employees
+
+-- case: spark_lateral_view_explode
+-- dialect: spark
+-- expect: allow
+SELECT t.id, tag FROM t LATERAL VIEW explode(t.tags) e AS tag
+
+-- case: spark_struct_field_of_an_element
+-- dialect: spark
+-- expect: allow
+SELECT t.items[0].price, (named_struct('a', 1)).a FROM t
+
+-- case: spark_range_and_stack
+-- dialect: spark
+-- expect: allow
+SELECT * FROM range(10) JOIN stack(2, 1, 'a', 2, 'b') AS s(n, c) ON id = n
+
+-- case: spark_values_in_from
+-- dialect: spark
+-- expect: allow
+SELECT * FROM VALUES (1, 'a'), (2, 'b') AS v(n, c)
+
+-- case: spark_window_and_cte
+-- dialect: spark
+-- expect: allow
+WITH ranked AS (
+  SELECT id, dept, row_number() OVER (PARTITION BY dept ORDER BY salary DESC) AS r FROM db.employees
+)
+SELECT * FROM ranked WHERE r <= 3
+
+-- case: databricks_unity_catalog_name
+-- dialect: databricks
+-- expect: allow
+SELECT * FROM main.sales.orders WHERE amount > 100
+
+-- case: hive_plain_query
+-- dialect: hive
+-- expect: allow
+SELECT a, COUNT(*) FROM db.t GROUP BY a
+
+-- case: bigquery_wildcard_table
+-- dialect: bigquery
+-- expect: allow
+SELECT COUNT(*) FROM `bigquery-public-data.google_analytics_sample.ga_sessions_2017*`
+WHERE _TABLE_SUFFIX BETWEEN '0701' AND '0731'
+
+-- case: bigquery_wildcard_whole_dataset
+-- dialect: bigquery
+-- expect: allow
+SELECT COUNT(*) FROM `bigquery-public-data.google_analytics_sample.*`
+
+-- case: bigquery_two_stars_refused
+-- dialect: bigquery
+-- expect: reject: names a file or URL
+SELECT * FROM `project.dataset.events_*_*`
+
+-- case: bigquery_wildcard_of_a_dotted_name_refused
+-- dialect: bigquery
+-- expect: reject: is not allowed as a table
+SELECT * FROM `project.dataset.events.csv*`
+
+-- case: bigquery_unnest_source
+-- dialect: bigquery
+-- expect: allow
+SELECT h.page.pagePath FROM `bigquery-public-data.google_analytics_sample.ga_sessions_20170801`, UNNEST(hits) AS h
+
+-- case: bigquery_field_of_an_array_element
+-- dialect: bigquery
+-- expect: allow
+SELECT name[SAFE_OFFSET(0)].family FROM `patents-public-data.patents.publications`
+
+-- case: bigquery_geography
+-- dialect: bigquery
+-- expect: allow
+SELECT ST_DISTANCE(ST_GEOGPOINT(lon, lat), ST_GEOGPOINT(-74.0, 40.7)) AS d FROM `project.dataset.stations`
+
+-- case: bigquery_declare_script
+-- dialect: bigquery
+-- expect: reject: 2 statements were sent
+DECLARE n INT64 DEFAULT 3; SELECT n
+
+-- case: bigquery_create_temp_function
+-- dialect: bigquery
+-- expect: reject: 2 statements were sent
+CREATE TEMP FUNCTION f(x FLOAT64) AS (x * 2); SELECT f(1.0)
+
+-- case: bigquery_export_data
+-- dialect: bigquery
+-- expect: reject: is not allowed
+EXPORT DATA OPTIONS (uri = 'gs://bucket/x-*.csv', format = 'CSV') AS SELECT * FROM `project.dataset.t`
+
+-- case: snowflake_generator
+-- dialect: snowflake
+-- expect: allow
+SELECT SEQ4() AS n FROM TABLE(GENERATOR(ROWCOUNT => 7))
+
+-- case: snowflake_flatten_in_table
+-- dialect: snowflake
+-- expect: allow
+SELECT f.value FROM t, TABLE(FLATTEN(input => t.tags)) AS f
+
+-- case: snowflake_lateral_flatten
+-- dialect: snowflake
+-- expect: allow
+SELECT f.value:name::STRING FROM db.s.t, LATERAL FLATTEN(input => t.doc) AS f
+
+-- case: snowflake_table_named_by_a_string
+-- dialect: snowflake
+-- expect: reject: TABLE(...) reads rows here only from a table function
+SELECT * FROM TABLE('salaries')
+
+-- case: snowflake_table_named_by_a_variable
+-- dialect: snowflake
+-- expect: reject: TABLE(...) reads rows here only from a table function
+SELECT * FROM TABLE($name)
+
+-- case: snowflake_table_of_a_schema_function
+-- dialect: snowflake
+-- expect: reject: TABLE(...) reads rows here only from a table function
+SELECT * FROM TABLE(INFORMATION_SCHEMA.QUERY_HISTORY())
+
+-- case: snowflake_result_scan
+-- dialect: snowflake
+-- expect: reject: `result_scan()` is not allowed
+SELECT * FROM TABLE(RESULT_SCAN(LAST_QUERY_ID()))
+
+-- case: snowflake_to_timestamp_and_geography
+-- dialect: snowflake
+-- expect: allow
+SELECT TO_TIMESTAMP_NTZ(ts / 1000000) AS t, ST_AREA(TRY_TO_GEOGRAPHY(shape)) AS a FROM "DB"."S"."T"
+
+-- case: snowflake_stage_file
+-- dialect: snowflake
+-- expect: reject: not allowed
+SELECT $1 FROM @my_stage/data.csv
+
+-- case: snowflake_copy_into_location
+-- dialect: snowflake
+-- expect: reject: `COPY` is not allowed
+COPY INTO @my_stage/out FROM t
+
+-- case: spark_at_parameter_written_back_as_substitution
+-- dialect: spark
+-- expect: reject: `@x` is not allowed on spark: a parameter is sent as `${...}`
+SELECT @x
+
+-- case: databricks_at_alias_is_a_parameter
+-- dialect: databricks
+-- expect: reject: is not allowed on databricks: a parameter is sent as `${...}`
+SELECT a FROM t@env:HOME
+
+-- case: spark_dollar_parameter
+-- dialect: spark
+-- expect: reject: is not allowed on spark: a parameter is sent as `${...}`
+SELECT * FROM t WHERE a = $1
+
+-- case: hive_session_parameter
+-- dialect: hive
+-- expect: reject: is not allowed on hive: a parameter is sent as `${...}`
+SELECT @@version

@@ -10,10 +10,10 @@ import pytest
 from sqlglot import exp
 
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
-from sophrosyne.sql.guard import check_sql
+from sophrosyne.sql.guard import check_sent, check_sql
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "guard.sql"
-DIALECTS = {"sqlite", "duckdb", "postgres", "mysql"}
+DIALECTS = {"sqlite", "duckdb", "postgres", "mysql", "spark", "databricks", "hive", "bigquery", "snowflake"}
 
 
 @dataclass(frozen=True)
@@ -200,3 +200,13 @@ def test_a_misspelt_first_word_is_named_with_the_keyword_meant(sql: str, meant: 
     assert f"starts with `{sql.split()[0]}`, which is not an SQL keyword: did you mean {meant}?" in caught.value.message
     assert (caught.value.line, caught.value.column) == (1, 1)
     assert "MUL" not in caught.value.message
+
+
+def test_the_text_sent_to_spark_may_not_hold_a_substitution() -> None:
+    """A name from the catalog (`${x}` is a legal backquoted name) must not reach Spark's substitution."""
+    tree = check_sql("SELECT a FROM t", "spark")
+    tree.find(exp.Table).set("this", exp.to_identifier("${env:HOME}", quoted=True))  # as a rewrite could write
+    with pytest.raises(RejectedSQL, match="holds `\\$\\{`"):
+        check_sent(tree.sql(dialect="spark"), "spark")
+    check_sent("SELECT '${x}'", "postgres")  # only the engines that substitute
+    check_sent("SELECT a FROM t", "databricks")

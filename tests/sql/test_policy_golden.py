@@ -19,6 +19,7 @@ from sqlglot import exp
 from fixtures.engines import MARIADB, PG_DSN, SERVER_ENGINES, unique_name, unreachable
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.guard import check_sql
 from sophrosyne.sql.policy import Policy, load_policy, rewrite_for
 
 FOLDER = Path(__file__).parent.parent / "golden" / "rewrite"
@@ -191,3 +192,13 @@ def test_rewritten_cases_run_on_their_engine(dialect: str, policy: Policy, tmp_p
                 if "fails_in_engine" in case.path.stem:
                     failed.append((case.path.stem, "ran"))
     assert failed == []
+
+
+def test_spark_rewrites_are_spark_sql_the_guard_accepts() -> None:
+    """The rewrite's Spark SQL parses in sqlglot's spark dialect and passes the guard there again (the real
+    engine runs it in the tests of engines/spark.py)."""
+    cases = [c for c in map(Case.read, CASES) if c.dialect == "spark" and not c.expected.startswith("error ")]
+    assert len(cases) >= 6
+    for case in cases:
+        check_sql(case.expected, "spark")
+        assert sqlglot.parse_one(case.expected, read="spark").sql(dialect="spark")

@@ -33,6 +33,8 @@ _DYNAMIC = "it runs SQL given as a string, which bypasses this check"
 _CATALOG = "it reads the database's catalog"
 _BY_NAME = "it reads a table named by a string"
 _BY_NAME_FUNCTION = "it calls a function named by a string, which bypasses this check"
+_JAVA = "it calls a Java method of the server's JVM by name, which runs any code there"
+_STORAGE = "it tells where the server stores a table's files"
 _IDENTITY = "it tells the server's version, user, database or schema"
 
 # Tier 1, per sqlglot dialect.
@@ -78,6 +80,14 @@ NEVER: dict[str, dict[str, str]] = {
         "list_aggr*": _BY_NAME_FUNCTION, "array_aggr*": _BY_NAME_FUNCTION, "aggregate": _BY_NAME_FUNCTION,
     },
 }  # fmt: skip
+# Spark, Databricks and Hive share one list (the names are theirs, any case, any qualification).
+NEVER["spark"] = NEVER["spark2"] = NEVER["databricks"] = NEVER["hive"] = {
+    "reflect": _JAVA, "reflect2": _JAVA, "java_method": _JAVA, "try_reflect": _JAVA,
+    "read_*": _FILES, "in_file": _FILES, "cloud_files_state": _FILES, "list_secrets": _ADMIN,
+    "try_secret": _ADMIN, "secret": _ADMIN, "event_log": _ADMIN,
+    "http_request": _REMOTE, "ai_*": _REMOTE, "vector_search": _REMOTE, "remote_query": _REMOTE,
+    "identifier": _BY_NAME,
+}  # fmt: skip
 # Another sqlglot dialect gets every list: refusing too much is better than too little.
 _NEVER_ANY = {pattern: why for rules in NEVER.values() for pattern, why in rules.items()}
 # Typed classes refused to every role (each other class compiles to a built-in that computes a value: see
@@ -107,7 +117,7 @@ RESTRICTED_NEVER: dict[str, str] = {
     "load_extension*": _CODE, "fts3_tokenizer": _CODE, "dblink*": _REMOTE,
     "current_setting": _ADMIN, "set_config": _ADMIN,
     "nextval": _STATE, "setval": _STATE, "currval": _STATE, "lastval": _STATE, "txid_*": _STATE,
-    "getvariable": _STATE,
+    "getvariable": _STATE, "input_file_*": _STORAGE,
 }  # fmt: skip
 
 # Tier 1, the allow-list: functions sqlglot does not model (parsed as Anonymous) that may run, per engine,
@@ -121,6 +131,7 @@ _LISTS = "it builds or reads arrays and lists"
 _AGGREGATES = "it aggregates values"
 _HINTS = "it returns its argument (a planner hint)"
 _ROWS = "it turns values into rows (a table function)"
+_GEOGRAPHY = "it computes geography values (points, shapes, distances)"
 
 
 def _listed(groups: dict[str, str]) -> dict[str, str]:
@@ -169,6 +180,19 @@ ANONYMOUS_ALLOWED: dict[str, dict[str, str]] = {
         _JSON: "json_array json_contains json_depth json_insert json_length json_merge_patch json_pretty "
         "json_query json_quote json_replace json_search json_unquote json_valid",
     }),
+    # The warehouses cannot be reached from here: their names are from the vendors' function references.
+    "bigquery": _listed({
+        _GEOGRAPHY: "st_area st_astext st_asgeojson st_boundary st_buffer st_centroid st_closestpoint st_contains "
+        "st_convexhull st_covers st_difference st_distance st_dwithin st_geogfromgeojson st_geogfromtext "
+        "st_geogfromwkb st_geogpoint st_intersection st_intersects st_length st_makeline st_makepolygon "
+        "st_numpoints st_perimeter st_simplify st_union st_union_agg st_within st_x st_y",
+    }),
+    "snowflake": _listed({
+        _DATES: "to_timestamp to_timestamp_ltz to_timestamp_ntz to_timestamp_tz try_to_timestamp",
+        _GEOGRAPHY: "st_area st_astext st_aswkt st_centroid st_contains st_distance st_dwithin st_envelope "
+        "st_geogfromwkb st_geographyfromwkb st_geographyfromwkt st_geogfromtext st_intersects st_length "
+        "st_makepoint st_point st_union_agg st_within st_x st_y to_geography try_to_geography",
+    }),
 }  # fmt: skip
 # A row filter checked before its engine is known may use any engine's (it is checked again when it runs).
 _ANONYMOUS_ANY = {name: why for names in ANONYMOUS_ALLOWED.values() for name, why in names.items()}
@@ -195,6 +219,11 @@ CAST_TYPES: dict[str, frozenset[DType]] = {
     "duckdb": _SCALARS | {
         _T.UTINYINT, _T.USMALLINT, _T.UINT, _T.UBIGINT, _T.INT128, _T.UINT128, _T.LIST, _T.STRUCT, _T.MAP,
     },
+    # Neither warehouse has user-defined or row types: these are their own scalar and semi-structured types.
+    "bigquery": _SCALARS | {_T.BIGDECIMAL, _T.GEOGRAPHY, _T.STRUCT},
+    "snowflake": _SCALARS | {
+        _T.TIMESTAMPNTZ, _T.TIMESTAMPLTZ, _T.VARIANT, _T.OBJECT, _T.GEOGRAPHY, _T.GEOMETRY, _T.STRUCT,
+    },
 }  # fmt: skip
 
 
@@ -213,7 +242,12 @@ TABLE_FUNCTIONS = frozenset(
         "json_object_keys", "jsonb_object_keys", "jsonb_path_query", "json_to_recordset", "jsonb_to_recordset",
     }
 )  # fmt: skip
-TABLE_FUNCTION_TYPES = (exp.GenerateSeries, exp.ExplodingGenerateSeries, exp.Unnest, exp.Explode, exp.JSONTable)
+# Snowflake's GENERATOR makes rows from nothing and SPLIT_TO_TABLE from a string; Spark's STACK and INLINE from
+# values and arrays of structs.
+TABLE_FUNCTION_TYPES = (
+    exp.GenerateSeries, exp.ExplodingGenerateSeries, exp.Unnest, exp.Explode, exp.JSONTable, exp.Generator,
+    exp.SplitToTable, exp.Stack, exp.Inline,
+)  # fmt: skip
 # Table functions an unrestricted role may call but a restricted one never: their first argument is a row
 # type, and a table's row type (`NULL::employees`) would list that table's columns, hidden ones included.
 TABLE_FUNCTIONS_UNRESTRICTED = frozenset({"json_populate_recordset", "jsonb_populate_recordset"})

@@ -18,10 +18,10 @@ from sophrosyne import engines
 from sophrosyne.base.text import shorten
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
+from sophrosyne.sql import dialects, shape
 from sophrosyne.sql import functions as sql_functions
-from sophrosyne.sql import shape
 
-__all__ = ["check_sql"]
+__all__ = ["check_sent", "check_sql"]
 
 _READ_ONLY = "only read-only queries (SELECT, WITH ... SELECT, set operations) run here."
 # The words a read-only query starts with, for a misspelt first word.
@@ -51,7 +51,7 @@ _ALLOWED = (
     exp.ColumnDef, exp.Interval, exp.Lambda, exp.Slice, exp.Comprehension, exp.Introducer, exp.National,
     exp.AtTimeZone, exp.FromTimeZone, exp.OnCondition, exp.FormatJson,
     exp.JSONPath, exp.JSONPathPart, exp.JSONColumnDef, exp.JSONSchema, exp.JSONKeyValue, exp.JSONValue,
-    exp.Pivot, exp.PivotAlias, exp.PivotAny, exp.UnpivotColumns, exp.MatchRecognize,
+    exp.TableFromRows, exp.Pivot, exp.PivotAlias, exp.PivotAny, exp.UnpivotColumns, exp.MatchRecognize,
     exp.MatchRecognizeMeasure, exp.IndexTableHint, exp.WithTableHint, exp.PositionalColumn,
 )  # fmt: skip
 
@@ -102,6 +102,13 @@ def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -
     if "\x00" in sql:
         # Engines disagree on where a NUL ends the text (MySQL ends a comment there), so refuse it.
         raise RejectedSQL("The SQL contains a NUL character.", hint="Remove the NUL (\\x00) character.")
+    if "${" in sql and dialects.substitutes_variables(engine.name):
+        # Spark substitutes the text itself, in strings and comments too, before it parses it.
+        raise RejectedSQL(
+            f"`${{...}}` is not allowed on {engine.name}: the engine replaces it in the SQL text with a setting, "
+            "a JVM property or an environment variable of the server (`${env:NAME}`) before the query runs.",
+            hint="Remove `${`: write the value itself (a `$` followed by another character is fine).",
+        )
     tokens, statements = _parse(sql, parser, limits)
     _check_comments(tokens)
     # sqlglot yields None for an empty statement (`;;`) and Semicolon for a comment after the last `;`.
@@ -125,6 +132,17 @@ def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -
         # copying them was half of that copy's time.
         node._meta = None
     return root
+
+
+def check_sent(sql: str, dialect: str) -> None:
+    """Refuse the text about to be sent where the engine would substitute `${...}` in it first (Spark): the
+    rewrite writes names from the catalog, and a table or column may be named so."""
+    if "${" in sql and dialects.substitutes_variables(engines.for_dialect(dialect).name):
+        raise RejectedSQL(
+            f"The statement as it would run on {dialect} holds `${{`, which the engine replaces with a setting or "
+            "an environment variable of the server before it runs.",
+            hint="Leave out the table or column whose name holds `${`.",
+        )
 
 
 @lru_cache(maxsize=32)
@@ -247,6 +265,15 @@ def _check_node(node: exp.Expr, engine: Engine) -> None:
         _check_table(node, engine)
     elif isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
         _check_table_function(node.this, engine)
+    elif isinstance(node, exp.TableFromRows):
+        _check_rows_source(node, engine)
+    if isinstance(node, exp.Parameter | exp.SessionParameter) and dialects.substitutes_variables(engine.name):
+        # sqlglot writes `@name` (and `t@v1`, `$1`) back as `${name}` there, which the engine would substitute.
+        raise RejectedSQL(
+            f"`{_shown(node.sql())}` is not allowed on {engine.name}: a parameter is sent as `${{...}}`, which the "
+            "engine replaces with a setting, a JVM property or an environment variable of the server.",
+            hint="Write the value itself; a parameter cannot be bound here.",
+        )
     if isinstance(node, exp.PropertyEQ) and isinstance(node.this, (exp.Parameter, exp.SessionParameter)):
         raise RejectedSQL(
             f"Assigning a variable (`{_shown(node.sql())}`) is not allowed: queries here only read.",
@@ -274,6 +301,8 @@ def _check_function(node: exp.Func, engine: Engine) -> None:
 
 def _check_dot(node: exp.Dot, engine: Engine) -> None:
     # PostgreSQL reads `(expression).name` as the call name(expression): `('x'::text).current_setting`.
+    if dialects.reads_fields_only(engine.name):
+        return  # `name[SAFE_OFFSET(0)].family`: a field of an array's element, nothing else
     if not isinstance(node.this, exp.Identifier | exp.Column | exp.Dot) and not isinstance(node.expression, exp.Func):
         for function in node.this.find_all(exp.Func):
             _check_function(function, engine)  # a refused function inside gets its own reason
@@ -290,6 +319,17 @@ def _check_table(table: exp.Table, engine: Engine) -> None:
     elif isinstance(table.this, exp.Identifier):
         parts = [part.name for part in table.parts]
         dotted = ".".join(parts)
+        from_file = dialects.file_table(table, engine.name)
+        if from_file:
+            raise RejectedSQL(
+                f"`{_shown(dotted)}` is not allowed as a table: {from_file}, and reading files is blocked.",
+                hint=_HINT_TABLE,
+            )
+        prefix = dialects.wildcard_prefix(table, engine.name)
+        if prefix is not None:
+            # A wildcard table reads the tables its prefix starts; the prefix is judged as a name.
+            parts[-1] = prefix
+            dotted = ".".join(parts)
         # An engine that reads a file named as a table is kept from names that could be one; elsewhere a name
         # is only a name (`sales.2024`, `it's "odd"` are tables there), unless it is written like a path.
         looks_like_file = (
@@ -317,6 +357,18 @@ def _check_table_function(function: exp.Func, engine: Engine) -> None:
             f"The table function `{sql_functions.names(function)[0]}()` is not allowed in FROM: only {allowed} are.",
             hint=_HINT_TABLE,
         )
+
+
+def _check_rows_source(node: exp.TableFromRows, engine: Engine) -> None:
+    # Snowflake's `TABLE(...)`: rows from a table function (`TABLE(GENERATOR(ROWCOUNT => 7))`, `TABLE(FLATTEN(x))`);
+    # `TABLE('name')` or `TABLE($1)` would read a table named by a string or a variable.
+    if not isinstance(node.this, exp.Func):
+        raise RejectedSQL(
+            f"`{_shown(node.sql(dialect=engine.name))}` is not allowed: TABLE(...) reads rows here only from a "
+            "table function, not from a table named by a string or a variable.",
+            hint=_HINT_TABLE,
+        )
+    _check_table_function(node.this, engine)
 
 
 def _label(node: exp.Expr) -> str:

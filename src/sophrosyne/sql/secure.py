@@ -80,6 +80,7 @@ class SecurePath:
         fenced = reads_fences(rewritten)
         # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
         executed = rewritten.sql(dialect=dialect, copy=rewritten is expression)
+        guard.check_sent(executed, self.engine.name)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
             result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=fenced)

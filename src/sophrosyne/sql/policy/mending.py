@@ -11,21 +11,30 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne.schema.catalog import Table
+from sophrosyne.sql.policy.qualified import qualified_parts
 
 # The rewrite's secured tables: lowered table name -> (the CTE's name, the table).
 Secured = dict[str, tuple[str, Table]]
 
 
 def unqualify_columns(tree: exp.Expr, secured: Secured, default_schema: str | None) -> None:
-    """`main.employees.name` -> `employees.name`: the secured reference keeps only the table name."""
+    """`main.employees.name` -> `employees.name`, `project.dataset.orders.id` -> `orders.id`: the secured
+    reference keeps only the table name."""
+    by_name: dict[str, list[Table]] = {}
+    for _, table in secured.values():
+        by_name.setdefault(qualified_parts(table)[-1].lower(), []).append(table)
     for column in tree.find_all(exp.Column):
         db = column.args.get("db")
-        if db is None or column.table.lower() not in secured:
+        if db is None:
             continue
-        table = secured[column.table.lower()][1]
-        if db.name.lower() in {(table.schema or "").lower(), default_schema}:
-            column.set("db", None)
-            column.set("catalog", None)
+        written = [part.name.lower() for part in (column.args.get("catalog"), db) if part is not None]
+        for table in by_name.get(column.table.lower(), []):
+            qualifiers = [part.lower() for part in qualified_parts(table)[:-1]]
+            own = written == qualifiers[-len(written) :] if qualifiers else False
+            if own or (len(written) == 1 and written[0] in {(table.schema or "").lower(), default_schema}):
+                column.set("db", None)
+                column.set("catalog", None)
+                break
 
 
 def written_headers(tree: exp.Expr, dialect: Dialect) -> list[tuple[exp.Expr, str]]:

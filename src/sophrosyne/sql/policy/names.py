@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from sophrosyne.errors import ConfigError
 from sophrosyne.schema.catalog import Catalog, Table
+from sophrosyne.sql.policy.qualified import find_table, tables_named
 from sophrosyne.sql.policy.roles import Role
 from sophrosyne.sql.policy.row_filter import parse_row_filter
 
@@ -37,7 +38,8 @@ def check_names(roles: Iterable[Role], where: Where, catalog: Catalog) -> None:
     tables = catalog.table_names
     for role in roles:
         for denied in role.denied:
-            if catalog.table(denied) is None:
+            _one_table(catalog, denied, where("roles", role.name, "deny", value=denied), role.name)
+            if not tables_named(catalog, denied):
                 raise ConfigError(
                     f"{where('roles', role.name, 'deny', value=denied)}: role `{role.name}` denies table "
                     f"`{denied}`: no such table in the database, so the table it meant would stay readable.",
@@ -45,7 +47,8 @@ def check_names(roles: Iterable[Role], where: Where, catalog: Catalog) -> None:
                 )
         for name, rule in role.tables.items():
             keys = ("roles", role.name, "tables", name)
-            table = catalog.table(name)
+            _one_table(catalog, name, where(*keys), role.name)
+            table = next(iter(tables_named(catalog, name)), None)
             if table is None:
                 raise ConfigError(
                     f"{where(*keys)}: role `{role.name}` has a rule for table `{name}`: no such table in the database.",
@@ -63,12 +66,24 @@ def check_names(roles: Iterable[Role], where: Where, catalog: Catalog) -> None:
                 _check_filter(where, catalog, table, rule.row_filter, (*keys, "row_filter"), role.name)
 
 
+def _one_table(catalog: Catalog, name: str, at: str, role: str) -> None:
+    """A policy's name that the last parts of several warehouse tables end with (`orders` for `db.a.orders` and
+    `db.b.orders`) is refused: the rule would reach tables its author did not mean."""
+    named = tables_named(catalog, name)
+    if len(named) > 1:
+        shown = ", ".join(f"`{t.name}`" for t in named[:3]) + (", ..." if len(named) > 3 else "")
+        raise ConfigError(
+            f"{at}: role `{role}` names table `{name}`, which means {len(named)} tables: {shown}.",
+            hint="Write the table's qualified name (`schema.table` or `catalog.schema.table`).",
+        )
+
+
 def _check_filter(where: Where, catalog: Catalog, table: Table, text: str, keys: tuple[str, ...], role: str) -> None:
     whose = f"role `{role}`, table `{table.name}`"
     predicate = parse_row_filter(text, catalog.dialect, whose)
     at = where(*keys)
     for inner in predicate.find_all(exp.Table):
-        if catalog.table(inner.name) is None:
+        if find_table(catalog, [part.name for part in inner.parts]) is None:
             raise ConfigError(
                 f"{at}: {whose}: the row filter reads unknown table `{inner.name}`.",
                 hint=suggestion(inner.name, catalog.table_names, "table"),
@@ -90,7 +105,7 @@ def _tables_in_scope(column: exp.Column, table: Table, catalog: Catalog) -> list
     select = column.find_ancestor(exp.Select)
     while select is not None:
         for ref in select.find_all(exp.Table):
-            found = catalog.table(ref.name)
+            found = find_table(catalog, [part.name for part in ref.parts])
             if found is not None and ref.find_ancestor(exp.Select) is select:
                 scope.append(((ref.alias_or_name or ref.name).lower(), found))
         select = select.find_ancestor(exp.Select)

@@ -13,13 +13,16 @@ from sophrosyne import engines
 from sophrosyne.base.text import shorten
 from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.schema.catalog import Catalog, Table
+from sophrosyne.sql import dialects
 from sophrosyne.sql import functions as sql_functions
 from sophrosyne.sql.policy.fence import needs_fence
 from sophrosyne.sql.policy.headers import RENAMED, note_renamed
 from sophrosyne.sql.policy.mending import complete_group_by, join_in_written_order, unqualify_columns, written_headers
+from sophrosyne.sql.policy.qualified import find_table, qualified_parts
 from sophrosyne.sql.policy.roles import SYSTEM_TABLE, Role
 from sophrosyne.sql.policy.row_filter import function_refusal, parse_row_filter
 from sophrosyne.sql.policy.view import inherited
+from sophrosyne.sql.policy.wildcard import check_wildcard
 
 E = TypeVar("E", bound=exp.Expr)
 
@@ -102,6 +105,9 @@ class Rewriter:
 
     def _check_functions(self, tree: exp.Expr) -> None:
         for node in tree.walk():
+            rows = node.this if isinstance(node, exp.TableFromRows | exp.Lateral) else None
+            if isinstance(rows, exp.Func) and not sql_functions.table_function_allowed(rows, restricted=True):
+                raise RejectedSQL(f"table function `{sql_functions.names(rows)[0]}` is not allowed")
             if isinstance(node, exp.Func) and (refused := function_refusal(node, self.engine.name)):
                 name, why = refused
                 raise RejectedSQL(
@@ -171,7 +177,7 @@ class Rewriter:
         """The CTE bodies of `with_`, each with the names it sees as the engine scopes them."""
         ctes: list[exp.CTE] = list(with_.expressions)
         names = [self.key(cte.args["alias"].this) for cte in ctes]
-        recursive = bool(with_.args.get("recursive"))
+        recursive = bool(with_.args.get("recursive")) or dialects.recurses_without_keyword(self.engine.name)
         twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
         if twice is not None:
             # Engines refuse it; renaming our way around it would make the statement run.
@@ -247,6 +253,10 @@ class Rewriter:
             return
         if not isinstance(target, exp.Identifier):
             raise RejectedSQL("only named tables can be read", hint="name a table from list_tables")
+        prefix = dialects.wildcard_prefix(node, self.engine.name)
+        if prefix is not None:
+            check_wildcard(self.role, self.catalog, node, prefix)
+            return
         db, catalog_part = node.args.get("db"), node.args.get("catalog")
         if db is None and catalog_part is None and self.key(target) in visible:
             # A CTE of the query: its body is rewritten where it is defined.
@@ -284,22 +294,12 @@ class Rewriter:
         node.set("catalog", None)
 
     def _resolve(self, node: exp.Table) -> Table | None:
-        if node.args.get("catalog") is not None:
-            return None
         if SYSTEM_TABLE.match(node.name):
             return None
-        db = node.args.get("db")
-        if db is not None and db.name.lower() not in SYSTEM_SCHEMAS:
-            # A schema off the search path: the catalog names its tables `schema.table`.
-            qualified = self.catalog.table(f"{db.name}.{node.name}")
-            if qualified is not None and qualified.local_name is not None:
-                return qualified
-        table = self.catalog.table(node.name)
-        if table is None or db is None:
-            return table
-        schema = db.name.lower()
-        allowed = table.schema.lower() if table.schema else self.engine.default_schema
-        return table if schema == allowed and schema not in SYSTEM_SCHEMAS else None
+        parts = [part.name for part in node.parts]
+        if any(part.lower() in SYSTEM_SCHEMAS for part in parts[:-1]):
+            return None
+        return find_table(self.catalog, parts, self.engine.default_schema)
 
     def _cte_name(self, table: Table) -> str:
         lowered = table.name.lower()
@@ -339,12 +339,16 @@ class Rewriter:
 
     def _base(self, table: Table) -> exp.Table:
         """The base table itself. Where a CTE sees later siblings (SQLite), the default schema (`main.`) pins
-        the real table; elsewhere ours come first, and a recursive WITH has its shadowing CTEs renamed."""
+        the real table; elsewhere ours come first, and a recursive WITH has its shadowing CTEs renamed. A
+        warehouse table is named by its parts (`project`.`dataset`.`table`)."""
+        parts = qualified_parts(table)
+        if len(parts) >= 3:
+            return exp.table_(parts[-1], db=parts[-2], catalog=".".join(parts[:-2]), quoted=True)
         schema = table.schema or (self.engine.default_schema if self.engine.ctes_see_later_siblings else None)
         return exp.table_(table.identifier, db=schema, quoted=True)
 
     def _base_by_name(self, node: exp.Table) -> exp.Table:
-        table = self.catalog.table(node.name)
+        table = find_table(self.catalog, [part.name for part in node.parts], self.engine.default_schema)
         if table is None:
             raise ConfigError(f"a row filter of role `{self.role.name}` reads unknown table `{node.name}`")
         base = self._base(table)

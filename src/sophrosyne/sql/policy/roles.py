@@ -10,6 +10,7 @@ from typing import Any
 from sqlglot import exp
 
 from sophrosyne.schema.catalog import Column, Table
+from sophrosyne.sql.policy.qualified import names_table
 from sophrosyne.sql.policy.row_filter import normalize_value, parse_row_filter, scope_of
 
 # Tables of the engines' own catalogs, which a restricted role never reads.
@@ -45,7 +46,7 @@ class Role:
 
     def can_see_table(self, table: str) -> bool:
         """False for a denied table or, when unlisted tables are not allowed, for a table without a rule."""
-        if table.lower() in {d.lower() for d in self.denied}:
+        if any(names_table(denied, table) for denied in self.denied):
             return False
         if self.unrestricted:
             return True
@@ -128,5 +129,7 @@ class Role:
         return rule is not None and bool(rule.row_filter)
 
     def _rule(self, table: str) -> TableRule | None:
-        lowered = table.lower()
-        return next((r for n, r in self.tables.items() if n.lower() == lowered), None)
+        """The rule for the catalog's table `table`: the one naming it whole, else by its last parts (a
+        warehouse table `db.schema.t` by `schema.t` or `t`), the longest of those."""
+        named = [(n, r) for n, r in self.tables.items() if names_table(n, table)]
+        return max(named, key=lambda pair: len(pair[0]))[1] if named else None

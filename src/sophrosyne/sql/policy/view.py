@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sophrosyne.schema.catalog import Catalog, Table
+from sophrosyne.sql.policy.qualified import tables_named
 from sophrosyne.sql.policy.roles import Role, TableRule
 
 # (id of the role, id of the catalog) -> (role, catalog, the role with inherited rules), most recent last.
@@ -38,11 +39,24 @@ def inherited(role: Role, catalog: Catalog) -> Role:
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is role and hit[1] is catalog:
         return hit[2]
-    result = _inherited(role, catalog)
+    result = _denying_ambiguous_rules(_inherited(role, catalog), catalog)
     _CACHE[key] = (role, catalog, result)
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)))
     return result
+
+
+def _denying_ambiguous_rules(role: Role, catalog: Catalog) -> Role:
+    """A rule naming a warehouse table by its last parts, which several tables now end with (one added after
+    the policy was checked), denies them all: which one its author meant is unknown, and dropping the rule
+    would leave them unfiltered."""
+    added = [
+        table.name
+        for name in role.tables
+        if catalog.table(name) is None and len(named := tables_named(catalog, name)) > 1
+        for table in named
+    ]
+    return replace(role, denied=[*role.denied, *added]) if added else role
 
 
 def _inherited(role: Role, catalog: Catalog) -> Role:
