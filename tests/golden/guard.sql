@@ -1813,5 +1813,5 @@ SELECT * FROM t WHERE a = $1
 
 -- case: hive_session_parameter
 -- dialect: hive
--- expect: reject: is not allowed on hive: a parameter is sent as `${...}`
+-- expect: reject: is not allowed on spark: a parameter is sent as `${...}`
 SELECT @@version

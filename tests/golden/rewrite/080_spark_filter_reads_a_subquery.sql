@@ -17,6 +17,7 @@ WITH _sec_absence_records AS (
       WHERE
         e.department = 'D042'
     )
+  LIMIT 2147483647
 )
 SELECT
   reason,

@@ -11,6 +11,7 @@ WITH _sec_employees AS (
   FROM `employees`
   WHERE
     department = 'D042'
+  LIMIT 2147483647
 )
 SELECT
   `e`.`name`
