@@ -97,7 +97,7 @@ def test_spider_dev_has_no_split_and_bird_dev_names_its_parts(tmp_path: Path) ->
     assert bird["headline"] == "holdout" and bird["tuning"]["databases"] == fitted_model().origin["tuning_databases"]
     assert "held-out databases (never used in tuning)" in holdout.output.splitlines()[0]
     first = invoke("--dataset", "bird-dev", "--limit", "20")  # the first questions are all on a tuning database
-    assert "tuning databases (the model was fitted on them)" in first.output.splitlines()[0]
+    assert "tuning databases (fitted on them)" in first.output.splitlines()[0]
 
 
 # -- 7: every option a run reports is the value it used ----------------------------------------------------

@@ -51,7 +51,12 @@ def test_a_literal_in_another_form_is_grounded_in_its_table() -> None:
     assert values.lookup("Labradors", forms=False) == []
     scores = score_tables("How many 'Labradors' are there?", None, c, SchemaIndex.build(c), values)
     assert [t for t, e in scores.board.items() if e.features.get("value")] == ["breeds"]
-    assert scores.board["breeds"].reason == "holds the value 'Labradors'"
+    assert scores.board["breeds"].values == ["Labradors"]
+    assert scores.board["breeds"].reasons["value"] == "holds the value 'Labradors'"
+    assert (
+        "breeds"
+        not in compute_directives("How many 'Labradors' are there?", None, c, SchemaIndex.build(c), values).flagged
+    )
 
 
 # -- item 3: vocabulary gaps ---------------------------------------------------------------------------------------

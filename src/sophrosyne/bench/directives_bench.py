@@ -75,11 +75,14 @@ class BenchRun:
 
 
 def tuning_split(dataset: Dataset, model: DirectiveModel) -> tuple[list[str], list[str]] | None:
-    """The databases of `dataset` the model was tuned on and the held-out rest; None if it never saw this
-    dataset (its origin in model.json names the dataset and databases it was fitted on)."""
-    if model.origin.get("dataset") != dataset.name:
-        return None
-    tuned = set(model.origin.get("tuning_databases", ())) & set(dataset.catalogs)
+    """The databases of `dataset` tuned on and the held-out rest: those the model was fitted on (its origin
+    in model.json names the dataset and databases), else the split the dataset fixes itself (Spider-Syn, whose
+    tuning part only the word resources are tuned on); None if there is neither."""
+    tuned: set[str] = set()
+    if model.origin.get("dataset") == dataset.name:
+        tuned = set(model.origin.get("tuning_databases", ())) & set(dataset.catalogs)
+    elif dataset.tuning_databases is not None:
+        tuned = set(dataset.tuning_databases) & set(dataset.catalogs)
     if not tuned:
         return None
     return sorted(tuned), sorted(set(dataset.catalogs) - tuned)

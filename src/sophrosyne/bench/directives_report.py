@@ -18,7 +18,7 @@ from sophrosyne.errors import ConfigError
 
 PART_LABELS = {
     "holdout": "held-out databases (never used in tuning)",
-    "tune": "tuning databases (the model was fitted on them)",
+    "tune": "tuning databases (fitted on them)",
     "all": "all databases",
 }
 PART_NAMES = {"holdout": "held-out", "tune": "tuning", "all": "whole"}

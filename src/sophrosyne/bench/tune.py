@@ -129,6 +129,7 @@ def rescore(scored: Scored, weights: dict[str, float]) -> None:
     for _, s in scored:
         for entry in s.board.values():
             entry.score = probability(entry.features, weights)
+            entry.reason = entry.explain(weights)
 
 
 def safe_rate(scored: Scored, threshold: float) -> float:

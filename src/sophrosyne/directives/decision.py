@@ -96,7 +96,6 @@ def decide_directives(
     settings = settings or DirectiveSettings()
     tables = list(scored.board)
     scores = {t: e.score for t, e in scored.board.items()}
-    reasons = {t: e.reason for t, e in scored.board.items()}
     if scored.abstain_note:
         return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
     relevant = _keep(scores, scored, keep_threshold(scored, settings), settings)
@@ -112,8 +111,8 @@ def decide_directives(
         score = scores[table]
         tier = "high" if score < settings.high_tier else "medium"
         why = "nothing in the question or knowledge points to it"
-        if reasons[table]:
-            why = f"only a loose match: {reasons[table]}"
+        if scored.board[table].reason:  # from the weights that gave the score: what added most to it
+            why = f"only a loose match: {scored.board[table].reason}"
         members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
         label = units.labels[table] if members and units is not None else table
         flagged.append(TableDirective(label, why, tier, round(1.0 - score, 3), members))
@@ -146,6 +145,18 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
         elif not relevant & set(holders):
             best = max(scores[t] for t in holders)
             relevant |= {t for t in holders if scores[t] == best}
+    # A value of the question found in a table's data (or its value description) is evidence for it: its
+    # holders are kept, or, when more tables than `value_holders` hold it, the likeliest of them.
+    held: dict[str, set[str]] = {}
+    for table, entry in scored.board.items():
+        for value in entry.values:
+            held.setdefault(value, set()).add(table)
+    for value_holders in held.values():
+        if len(value_holders) <= settings.value_holders:
+            relevant |= value_holders
+        elif not relevant & value_holders:
+            best = max(scores[t] for t in value_holders)
+            relevant |= {t for t in value_holders if scores[t] == best}
     if relevant and settings.keep_best:
         relevant.add(max(scores, key=lambda t: scores[t]))
     if relevant:

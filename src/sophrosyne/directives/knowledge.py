@@ -56,6 +56,25 @@ def quoted_literals(text: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
 
 
+_CAPITALISED = re.compile(r"[A-Z][\w'&.-]*(?:\s+(?:(?:of|the|and|de|la|le|von|van|&)\s+)*[A-Z0-9][\w'&.-]*)*")
+_SENTENCE_START = re.compile(r"(?:^|[.?!;:]\s+|\n)\s*$")
+
+
+def capitalised_phrases(text: str) -> list[str]:
+    """Runs of capitalised words, as names are written ("Dean Peeters", "International Finance", "The Rise of
+    the Blue Beetle"): a sentence's first word alone is left out, as is a run of stopwords ("What", "I")."""
+    phrases = []
+    for match in _CAPITALISED.finditer(text):
+        phrase = match.group(0).strip(".'-&")
+        first_word = bool(_SENTENCE_START.search(text[: match.start()]))
+        if first_word and " " not in phrase:
+            continue
+        if all(w in STOPWORDS for w in word_tokens(phrase)):
+            continue
+        phrases.append(phrase)
+    return phrases
+
+
 def knowledge_units(knowledge: str) -> list[str]:
     """Clauses of a knowledge entry, and each side of `A refers to B`."""
     units: list[str] = []

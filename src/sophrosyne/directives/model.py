@@ -147,6 +147,10 @@ class DirectiveSettings:
     # best ranks of its columns (1/6 for rank 1 against 1/15 for rank 10; with the usual 60, 1/61 and 1/70).
     rrf_k: int = 5
     values: bool = True  # ground quoted literals and question phrases in the value index, when there is one
+    # Keep the tables holding a value of the question (a quoted literal, a capitalised name, a run of its words
+    # found in the data) when at most this many hold it; a value more tables hold (`dept_name` in five tables of
+    # one schema) keeps the likeliest of them. A value found is never the reason given to flag a table.
+    value_holders: int = 2
     # Never flag the best-scoring table: a question needs at least one. A safeguard for when only anchors are
     # kept; it changes no question of BIRD or Spider dev.
     keep_best: bool = True
@@ -190,6 +194,7 @@ class DirectiveSettings:
             "bridge_floor": self.bridge_floor,
             "rrf_k": self.rrf_k,
             "values": self.values,
+            "value_holders": self.value_holders,
             "keep_best": self.keep_best,
             "keep_shared_anchors": self.keep_shared_anchors,
             "long_knowledge_chars": self.long_knowledge_chars,

@@ -97,7 +97,7 @@ def _score_tables(
         # A shard's date or release is a value of the group's partition, written in the question.
         named = [t for t in shards_named(question, units) if t in board]
         for t in named:
-            board[t].note("value_mention", 1.0 / len(named), "the question names one of its shards", 0.7)
+            board[t].note("value_mention", 1.0 / len(named), "the question names one of its shards")
     asked = question_units(question)
     if settings.synonyms:
         found = synonyms(question, lexicon, index, settings.synonym_similarity)
@@ -111,6 +111,7 @@ def _score_tables(
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.values():
         entry.score = probability(entry.features, weights)
+        entry.reason = entry.explain(weights)
     abstain = ""
     if not has_knowledge and coverage == 0.0 and not any(e.features.get(f) for e in board.values() for f in _STRONG):
         # No word of the question is a word of the schema, and nothing is named or grounded: any pick would

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,30 +11,48 @@ import numpy.typing as npt
 from sophrosyne.base.text import normalize as normalize_value
 from sophrosyne.base.text import shorten
 from sophrosyne.base.words import STOPWORDS, stemmed, word_tokens
-from sophrosyne.directives.knowledge import infer_identifiers, quoted_literals
+from sophrosyne.directives.knowledge import capitalised_phrases, infer_identifiers, quoted_literals
 from sophrosyne.index.fusion import fuse_rankings, top_ranked
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.values import ValueIndex
 from sophrosyne.schema.catalog import Catalog
 
+HELD = frozenset({"value", "value_shared", "value_mention"})  # features of a value of the question found in it
 RETRIEVAL_DEPTH = 50  # ranks per retriever that count in the fusion: deeper ones would add under 1 / (rrf_k + 50)
 
 
 @dataclass
 class TableSignals:
-    """What points at one table: feature values, the most telling reason, and (once scored) its probability."""
+    """What points at one table: feature values, what earned each (said as a reason), the question's values
+    it holds, and (once scored) its probability and the reason the score rests on most."""
 
     features: dict[str, float] = field(default_factory=dict)
-    reason: str = ""
-    reason_strength: float = 0.0
+    reasons: dict[str, str] = field(default_factory=dict)  # feature -> what earned its value, as a reason
+    values: list[str] = field(default_factory=list)  # the question's values it holds (the value index says so)
     score: float = 0.0
+    reason: str = ""  # the reason of the feature that added the most to the score (`explain`)
 
-    def note(self, feature: str, value: float, reason: str = "", strength: float = 0.0) -> None:
+    def note(self, feature: str, value: float, reason: str = "") -> None:
+        """Raise a feature to `value`; the reason given with the highest value is the one kept for it."""
         if value > self.features.get(feature, 0.0):
             self.features[feature] = value
-        if reason and strength > self.reason_strength:
-            self.reason, self.reason_strength = reason, strength
+            if reason:
+                self.reasons[feature] = reason
+        elif reason and feature not in self.reasons:
+            self.reasons[feature] = reason
+
+    def hold(self, value: str) -> None:
+        if value not in self.values:
+            self.values.append(value)
+
+    def explain(self, weights: Mapping[str, float]) -> str:
+        """Why the table scored what it did, as a flagged table's reason: the feature that added the most to the
+        score with these weights (the numbers that decided), a value it holds aside: a value of the question
+        is never a reason to flag ("" when nothing added)."""
+        added = [(weights.get(f, 0.0) * self.features.get(f, 0.0), f) for f in self.reasons if f not in HELD]
+        best = max((a for a in added if a[0] > 0), default=None)
+        return self.reasons[best[1]] if best else ""
 
 
 def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[str, TableSignals]) -> list[list[str]]:
@@ -53,7 +72,7 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
             anchored.append((ident, sorted(set(holders))))
     for ident, holders in anchored:
         if len(holders) == 1:
-            board[holders[0]].note("anchor", 1.0, f"the knowledge names its column `{ident}`", 1.0)
+            board[holders[0]].note("anchor", 1.0, f"the knowledge names its column `{ident}`")
     for ident, holders in anchored:
         if len(holders) > 1:
             resolved = any(board[t].features.get("anchor") for t in holders)
@@ -62,46 +81,55 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
                     "anchor_resolved" if resolved else "anchor_shared",
                     1.0 / len(holders),
                     f"the knowledge names `{ident}`, a column it shares",
-                    0.5,
                 )
     for ident in weak:
         holders = sorted({t for t, _ in lexicon.raw_columns.get(ident.lower(), [])})
         if len(holders) == 1:
-            board[holders[0]].note("knowledge_word", 1.0, f"the knowledge says `{ident}`", 0.4)
+            board[holders[0]].note("knowledge_word", 1.0, f"the knowledge says `{ident}`")
         for t in holders if len(holders) > 1 else []:
-            board[t].note("knowledge_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`", 0.3)
+            board[t].note("knowledge_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`")
     # Spellings are looked up among the text's runs of words: a warehouse has tens of thousands of them.
     grams = lexicon.grams(stemmed(question + " " + knowledge))
     # Compared without spaces too: `CytoBands_hg38` splits into three words, `CYTOBANDS_HG38` into two.
     compact = {g.replace(" ", "") for g in grams if " " in g}
     for table, phrases in lexicon.table_phrases.items():
         if any(p in grams or p.replace(" ", "") in compact for p in phrases):
-            board[table].note("table_named", 1.0, "the question names it", 0.9)
+            board[table].note("table_named", 1.0, "the question names it")
     for phrase in [p for p in lexicon.columns if " " in p and p in grams]:
         named = lexicon.columns[phrase]
         tables = {t for t, _ in named}
         feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
         for t in tables:
-            board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`", 0.8)
+            board[t].note(feature, 1.0, f"the question names its column `{named[0][1]}`")
     return [holders for _, holders in anchored]
 
 
 def value_signals(
     question: str, knowledge: str, catalog: Catalog, values: ValueIndex | None, board: dict[str, TableSignals]
 ) -> None:
-    """Literals grounded in the data (value index) or in the column value descriptions."""
-    literals = [lit for lit in quoted_literals(question) + quoted_literals(knowledge) if len(lit.strip()) >= 2]
-    for literal in literals:
+    """The question's values found in the data (value index) or in the column value descriptions: quoted
+    literals, capitalised phrases (names: "Dean Peeters") and runs of its words. Each holder records the
+    value (`TableSignals.values`): a table holding a value of the question is evidence, never one to flag."""
+    quoted = [lit for lit in quoted_literals(question) + quoted_literals(knowledge) if len(lit.strip()) >= 2]
+    named = [p for p in capitalised_phrases(question) if p not in quoted]
+    for literal in quoted + named:
         holders: set[str] = set()
         if values is not None:
             holders = {t for t, _ in values.lookup(literal) if t in board}
-        if not holders and len(literal) >= 3:
+        if not holders and len(literal) >= 3 and literal in quoted:
             needle = normalize_value(literal)
             holders = {
                 t.name for t in catalog.tables.values() for c in t.columns if needle in c.value_description.lower()
             }
+        feature = "value" if literal in quoted else "value_mention"
         for t in holders:
-            board[t].note("value" if len(holders) == 1 else "value_shared", 1.0, f"holds the value '{literal}'", 0.85)
+            shared = "value_shared" if feature == "value" else feature
+            board[t].note(
+                feature if len(holders) == 1 else shared,
+                1.0 if feature == "value" else 1.0 / len(holders),
+                f"holds the value '{literal}'",
+            )
+            board[t].hold(literal)
     words = [w for w in word_tokens(question)]
     if values is not None:
         for size in (3, 2, 1):
@@ -111,9 +139,11 @@ def value_signals(
                     continue
                 # One plain word of the question is a value in another form too often by chance
                 # ("states", "State"): only runs of words and quoted literals are looked up in any form.
-                found = {t for t, _ in values.lookup(" ".join(gram), forms=size > 1) if t in board}
+                phrase = " ".join(gram)
+                found = {t for t, _ in values.lookup(phrase, forms=size > 1) if t in board}
                 for t in found:
-                    board[t].note("value_mention", 1.0 / len(found), f"holds the value '{' '.join(gram)}'", 0.7)
+                    board[t].note("value_mention", 1.0 / len(found), f"holds the value '{phrase}'")
+                    board[t].hold(phrase)
 
 
 IntArray = npt.NDArray[np.int64]
@@ -197,12 +227,9 @@ def retrieval_signals(
             entry.note("dense", float(dense[row, doc]))
             if table_lexical[row, t] > 0:
                 entry.note(f"lex_{kind}", float(table_lexical[row, t]))
-            strength = (0.6 if is_knowledge else 0.5) * score
-            reason = ""
-            if strength > entry.reason_strength:
-                clause = shorten(text, 40, at_word=True)
-                reason = f"`{index.docs[doc].table}.{index.docs[doc].column}` resembles \u201c{clause}\u201d"
-            entry.note(f"ret_{kind}", score, reason, strength)
+            clause = shorten(text, 40, at_word=True)
+            reason = f"`{index.docs[doc].table}.{index.docs[doc].column}` resembles \u201c{clause}\u201d"
+            entry.note(f"ret_{kind}", score, reason)
             if rank == 1:
                 if is_knowledge or is_question:
                     entry.note(f"ret_{kind}_top", 1.0)

@@ -21,7 +21,10 @@ BESIDE = ("questions", "safe_rate", "table_recall", "prune_rate", "flagged_per_q
 def directives_command(
     dataset: Annotated[
         str | None,
-        typer.Option(help="Shared dataset: bird-dev, spider-dev or spider2-cloud.", show_default=False),
+        typer.Option(
+            help="Shared dataset: bird-dev, spider-dev, spider2-cloud, spider-syn or spider-syn-original.",
+            show_default=False,
+        ),
     ] = None,
     questions: Annotated[
         Path | None,
@@ -37,8 +40,7 @@ def directives_command(
     split: Annotated[
         str,
         typer.Option(
-            help="tune (the databases the model was fitted on), holdout (the rest) or all; "
-            "only for a dataset the model was tuned on."
+            help="tune (the databases fitted on), holdout (the rest) or all; only for a dataset with a tuning split."
         ),
     ] = "all",
     threshold: Annotated[
@@ -110,7 +112,8 @@ def _load(
     if questions and tables:
         return load_custom(questions, tables, descriptions, databases)
     raise typer.BadParameter(
-        "give --dataset bird-dev|spider-dev|spider2-cloud, or --questions FILE with --tables FILE."
+        "give --dataset bird-dev|spider-dev|spider2-cloud|spider-syn|spider-syn-original, "
+        "or --questions FILE with --tables FILE."
     )
 
 
@@ -150,7 +153,7 @@ def print_report(result: dict[str, Any]) -> None:
     names = list(parts)
     if tuning is not None:
         console.print(
-            f"[dim]The model was tuned on {', '.join(tuning['databases'])}; held out: "
+            f"[dim]Tuning databases: {', '.join(tuning['databases'])}; held out: "
             f"{', '.join(tuning['holdout_databases'])}.[/]"
         )
     if len(names) > 1:

@@ -7,10 +7,11 @@ from pathlib import Path
 from sophrosyne.bench.data.bird import MINI_DEV, bird_dev_suite, load_bird_dev, mini_dev_suite
 from sophrosyne.bench.data.folders import dataset_folder, datasets_root
 from sophrosyne.bench.data.spider import load_spider_dev, spider_dev_suite
+from sophrosyne.bench.data.spider_syn import WORDINGS, load_spider_syn
 from sophrosyne.bench.data.types import Dataset, Suite
 from sophrosyne.errors import ConfigError
 
-DATASETS = ("bird-dev", "spider-dev", "spider2-cloud")
+DATASETS = ("bird-dev", "spider-dev", "spider2-cloud", "spider-syn", "spider-syn-original")
 SUITES = (
     "bird-dev",
     "bird-mini-dev",
@@ -22,7 +23,8 @@ SUITES = (
 
 
 def load_dataset(name: str, root: Path | None = None) -> Dataset:
-    """`bird-dev`, `spider-dev` or `spider2-cloud` from the shared datasets folder."""
+    """`bird-dev`, `spider-dev`, `spider2-cloud`, `spider-syn` or `spider-syn-original` from the shared datasets
+    folder."""
     root = root or datasets_root()
     if name == "bird-dev":
         return load_bird_dev(root)
@@ -32,6 +34,8 @@ def load_dataset(name: str, root: Path | None = None) -> Dataset:
         from sophrosyne.bench.data.spider2 import load_spider2_cloud  # its gold tables need sqlglot
 
         return load_spider2_cloud(root)
+    if name in WORDINGS:
+        return load_spider_syn(root, name)
     raise ConfigError(f"unknown dataset {name!r}.", hint=f"Use one of {', '.join(DATASETS)}.")
 
 

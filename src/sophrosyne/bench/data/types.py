@@ -33,6 +33,9 @@ class Dataset:
     # wildcard tables); otherwise the bench parses each question's SQL as SQLite.
     gold: dict[str, frozenset[str]] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)  # questions the loader left out, and why
+    # The databases anything may be tuned on, when the dataset fixes its own split (the rest are held out);
+    # None when it has none, or when the directive model's origin names the split.
+    tuning_databases: list[str] | None = None
 
 
 @dataclass(frozen=True)
