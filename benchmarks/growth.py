@@ -138,7 +138,7 @@ async def _one_start(database: Path, cache: Path, tables: list[str], repeats: in
 def measure_size(tables: int, work: Path, repeats: int, ready_s: float, rows: int) -> dict[str, Any]:
     database = work / f"growth_{tables}.sqlite"
     shape = build_database(database, tables=tables, rows=rows)
-    names = [name for name in ("departments", "cities", "people")]
+    names = ["departments", "cities", "people"]  # tables every synthetic database has
     cache = work / f"cache_{tables}"
     shutil.rmtree(cache, ignore_errors=True)
     fresh = anyio.run(_one_start, database, cache, names, repeats, ready_s)

@@ -23,6 +23,7 @@ from sophrosyne.directives.scoring import warm
 from sophrosyne.errors import ConfigError, NotReady, QueryTimeout
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.cache import clean_stale, reason, tell_once, unavailable
+from sophrosyne.index.embedders import embedder_named
 from sophrosyne.index.values import values_path
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.schema.joins import Probe
@@ -85,7 +86,8 @@ class Moderator:
         prepared = self._prepared.wait(None)
         assert prepared is not None  # waited for without a limit
         catalog = prepared.catalog
-        index = load_or_build(catalog, self.settings.paths.cache_dir)
+        embedder = embedder_named(self.settings.inference.embedder)  # this server's settings, not a fresh read
+        index = load_or_build(catalog, self.settings.paths.cache_dir, embedder)
         warm(catalog, index)
         return index
 

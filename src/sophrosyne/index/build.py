@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sophrosyne.database import open_database
 from sophrosyne.index.cache import unavailable
-from sophrosyne.index.embedders import default_embedder
+from sophrosyne.index.embedders import embedder_named
 from sophrosyne.index.schema_index import Progress, index_folder, load_or_build
 from sophrosyne.index.values import ValueBudget, load_or_build_values, values_path
 from sophrosyne.schema.catalog import Catalog, load_bird_descriptions
@@ -53,7 +53,7 @@ def index_database(
         if descriptions is not None:
             load_bird_descriptions(catalog, descriptions)
         columns = indexed(catalog) if indexed is not None else catalog
-        embedder = default_embedder()
+        embedder = embedder_named(settings.inference.embedder)
         folder = index_folder(settings.paths.cache_dir, columns, embedder)
         if rebuild:
             shutil.rmtree(folder, ignore_errors=True)

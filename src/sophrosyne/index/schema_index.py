@@ -253,7 +253,11 @@ class SchemaIndex:
 
 
 def index_folder(cache_dir: Path, catalog: Catalog, embedder: Embedder) -> Path:
-    return Path(cache_dir) / "schema" / schema_key(catalog, embedder.name)[:24]
+    return _folder_of(cache_dir, schema_key(catalog, embedder.name))
+
+
+def _folder_of(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / "schema" / key[:24]
 
 
 def load_or_build(
@@ -270,7 +274,7 @@ def load_or_build(
     `must_save` (`sophrosyne index`, whose work is the saving): then CacheUnavailable."""
     embedder = embedder or default_embedder()
     key = schema_key(catalog, embedder.name)
-    folder = Path(cache_dir) / "schema" / key[:24]
+    folder = _folder_of(cache_dir, key)
     clean_stale(folder.parent)
     if (folder / "manifest.json").exists():
         try:
