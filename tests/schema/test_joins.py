@@ -3,6 +3,7 @@ declared keys first, shown as inferred by the tools, and followed by the directi
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import time
 from pathlib import Path
@@ -204,10 +205,20 @@ def test_candidate_joins_stay_linear_when_thousands_of_tables_share_an_entity() 
     # Every `part_NNNN_id` names the entity `part` that all tables share: each declared column was once matched
     # against every table (2.6 s at 5,000 tables, most of a cached start). Declared columns are no guess's
     # source, so the work is linear; a ratio measured in the same run holds on a busy machine.
+    # The garbage collector is kept out of the timing: a worker that holds other tests' large objects spends
+    # tenths of a second in one full collection (seen: 0.42 s against 0.012 s), and the best of three is taken.
     small, large = _numbered(500), _numbered(2000)
     timings = []
     for c in (small, large):
-        started = time.process_time()
-        assert candidate_joins(c) == []  # the declared keys are the joins
-        timings.append(time.process_time() - started)
+        best = float("inf")
+        for _ in range(3):
+            gc.collect()
+            gc.disable()
+            try:
+                started = time.thread_time()  # this thread's CPU: a worker's background threads are not counted
+                assert candidate_joins(c) == []  # the declared keys are the joins
+                best = min(best, time.thread_time() - started)
+            finally:
+                gc.enable()
+        timings.append(best)
     assert timings[1] < 8 * max(timings[0], 0.005)
