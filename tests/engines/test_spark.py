@@ -6,7 +6,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from sophrosyne import engines
-from sophrosyne.engines.spark import Spark, clean_message
+from sophrosyne.database import _translate
+from sophrosyne.engines.spark import Spark, clean_message, runs_tasks_in_the_driver
 from sophrosyne.errors import QueryFailed
 
 # As the Thrift server sends it (Spark 4.3), first line and the start of the trace.
@@ -53,6 +54,26 @@ def test_errors_lose_the_java_classes_and_the_trace() -> None:
     )
     assert clean_message(cast) == "[CAST_INVALID_INPUT] The value 'abc' cannot be cast"
     assert clean_message("plain words") == "plain words"
+
+
+def test_a_stopped_spark_context_says_what_happened_and_what_to_do() -> None:
+    stopped = (
+        "org.apache.hive.service.cli.HiveSQLException: Error running query: java.lang.IllegalStateException: "
+        "Cannot call methods on a stopped SparkContext.\n\tat org.apache.spark.SparkContext.assertNotStopped(...)"
+    )
+    said = clean_message(stopped)
+    assert said.startswith("Cannot call methods on a stopped SparkContext.")
+    assert "restart the server" in said and "executors run apart" in said and "docs/policy.md" in said
+    # Every later statement gets it: it is not read as that statement's own memory cap.
+    failed = _translate(Exception(said), 10)
+    assert isinstance(failed, QueryFailed) and "more memory" not in str(failed) and "restart the server" in str(failed)
+
+
+def test_a_master_that_runs_tasks_in_the_driver_is_told_apart() -> None:
+    for master in ("local", "local[2]", "LOCAL[*]", "local[4, 3]", " local[*] "):
+        assert runs_tasks_in_the_driver(master), master
+    for master in ("local-cluster[1,2,1024]", "spark://10.0.0.5:7077", "yarn", "k8s://https://k:6443", ""):
+        assert not runs_tasks_in_the_driver(master), master
 
 
 def test_a_plan_of_an_error_is_a_failed_statement() -> None:

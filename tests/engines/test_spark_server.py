@@ -3,6 +3,7 @@ its sessions (no file tables even past the guard), its deadline and its errors."
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +14,8 @@ from fixtures.engines import COLUMN_COMMENT, EMPLOYEES, TABLE_COMMENT
 from fixtures.spark import hr_database
 from sophrosyne.base import deadline
 from sophrosyne.database import Database, open_database
-from sophrosyne.errors import CallCancelled, QueryFailed, QueryTimeout
+from sophrosyne.environment import Environment
+from sophrosyne.errors import CallCancelled, QueryFailed, QueryTimeout, SophrosyneError
 from sophrosyne.settings import Settings
 
 pytestmark = pytest.mark.spark
@@ -115,3 +117,35 @@ def test_column_names_with_spaces_and_parentheses_are_read(db: Database) -> None
     # Spark's catalog holds table names of letters, digits and `_` only: the loader wrote `Order_Details`.
     result = db.run("SELECT `Order ID`, `Free Meal Count (K-12)` FROM order_details ORDER BY 1", limit=5)
     assert [tuple(r) for r in result.rows] == [(1, 3), (2, None), (3, 5)]
+
+
+def test_a_query_that_runs_out_of_memory_fails_alone_and_the_server_answers_next(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One read-only statement that gathers 300 million values into one array. In a server whose tasks run in
+    # its driver (`--master local[2]`) it stopped the SparkContext after 8 s, and every later statement of every
+    # client failed ("Cannot call methods on a stopped SparkContext"); scripts/spark_ci.sh runs the executor
+    # apart (`local-cluster`), as a deployment should, and there the statement fails alone.
+    with caplog.at_level(logging.WARNING, logger="sophrosyne.engines.spark"):
+        env = Environment.open(url, settings=Settings(timeout_s=30))
+        assert "employees" in {t.name for t in env.list_tables().tables}  # the catalog read checks the master
+    assert not [r for r in caplog.records if "inside its driver" in r.getMessage()]
+    try:
+        with pytest.raises(SophrosyneError):
+            env.execute_sql("SELECT size(collect_list(id)) AS n FROM range(300000000)")
+        # The lost executor is replaced within seconds; a dead SparkContext never answers again.
+        waited_until = time.monotonic() + 120
+        while True:
+            try:
+                assert env.execute_sql("SELECT 41 + 1 AS n").rows == [[42]]
+                break
+            except QueryFailed as exc:
+                assert "stopped SparkContext" not in str(exc)
+                if time.monotonic() > waited_until:
+                    raise
+                time.sleep(2)
+            except QueryTimeout:
+                if time.monotonic() > waited_until:
+                    raise
+    finally:
+        env.db.close()

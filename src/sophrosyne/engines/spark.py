@@ -8,6 +8,7 @@ barrier (docs/policy.md), and join inference finds the joins."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,8 @@ from sophrosyne.schema.catalog import Catalog, Column, Table
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
+
+logger = logging.getLogger("sophrosyne.engines.spark")
 
 
 class Spark(ServerEngine):
@@ -91,6 +94,7 @@ class Spark(ServerEngine):
         wanted = wanted_schemas(source.schemas)
         tables: dict[str, Table] = {}
         with source.session(read_timeout(source)) as cursor:
+            warn_of_a_shared_driver(cursor)
             path, others = self.schemas(cursor)
             if wanted is not None:
                 others = [s for s in others if s.lower() in wanted]
@@ -99,6 +103,28 @@ class Spark(ServerEngine):
                 assert schema is not None
                 _read_database(cursor, schema, schema in path, tables)
         return Catalog(tables=dict(sorted(tables.items(), key=path_first)), dialect=source.dialect)
+
+
+def warn_of_a_shared_driver(cursor: Cursor) -> None:
+    """Warn when the server runs its tasks inside its driver (`--master local[N]`): there one query that runs out
+    of memory (`collect_list` over a large table, `sequence(1, 300000000)`) stops the SparkContext, and every
+    later statement of every client fails until the server restarts. With executors apart (a cluster, or
+    `local-cluster[...]`) the same query fails alone and the next one answers."""
+    cursor.execute("SET spark.master")
+    row = cursor.fetchone()
+    master = str(row[1]) if row and len(row) > 1 else ""
+    if runs_tasks_in_the_driver(master):
+        logger.warning(
+            "the Spark server runs its tasks inside its driver (spark.master=%s): one query that runs out of memory "
+            "stops its SparkContext for every client until the server restarts. Serve a cluster (standalone, YARN, "
+            "Kubernetes; local-cluster[...] for tests) so that such a query fails alone (docs/policy.md, Spark).",
+            master,
+        )
+
+
+def runs_tasks_in_the_driver(master: str) -> bool:
+    """Whether a `spark.master` runs tasks in the driver's JVM: `local`, `local[4]`, `local[*, 3]`."""
+    return master.strip().lower() == "local" or master.strip().lower().startswith("local[")
 
 
 def _read_database(cursor: Cursor, schema: str, current: bool, tables: dict[str, Table]) -> None:
@@ -216,7 +242,15 @@ _REPEATED_CLASS = re.compile(r"^(\[[A-Z_.]+\])\s+\1\s*")
 
 
 def clean_message(message: str) -> str:
-    """Spark's message without the Java exception classes before it, and without its stack trace."""
+    """Spark's message without the Java exception classes before it, and without its stack trace; a stopped
+    SparkContext's with what to do about it."""
     first = next((line for line in message.strip().splitlines() if line.strip()), message)
-    cut = _JAVA_PREFIX.sub("", first).strip()
-    return _REPEATED_CLASS.sub(r"\1 ", cut) or first.strip()
+    cut = _REPEATED_CLASS.sub(r"\1 ", _JAVA_PREFIX.sub("", first).strip()) or first.strip()
+    if "stopped SparkContext" in cut:
+        cut += (
+            # Not the words "out of memory": database.py would read them as this statement's own memory cap.
+            " (the Spark server's SparkContext has stopped, as when one query exhausts the memory of a server whose "
+            "tasks run inside its driver: restart the server, and serve one whose executors run apart; "
+            "docs/policy.md, Spark)"
+        )
+    return cut
