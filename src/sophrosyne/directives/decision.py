@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from sophrosyne.directives.inference import LLMColumnInference
 from sophrosyne.directives.knowledge import Knowledge, knowledge_text, with_inferred_columns
@@ -94,8 +95,9 @@ def decide_directives(
     """Keep tables scoring at least the threshold, close them over join paths (declared and inferred), tie
     twins, flag the rest, surest first. With `units`, a flagged shard group is named once with its members."""
     settings = settings or DirectiveSettings()
-    tables = list(scored.board)
-    scores = {t: e.score for t, e in scored.board.items()}
+    entries = scored.board.resolved()
+    tables = list(entries)
+    scores = {t: e.score for t, e in entries.items()}
     if scored.abstain_note:
         return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
     relevant = _keep(scores, scored, keep_threshold(scored, settings), settings)
@@ -105,18 +107,24 @@ def decide_directives(
         note = "nothing in the question matches the schema"
         return Directives(relevant=tables, abstained=True, note=note, scores=scores)
     flagged = []
+    said: dict[int, tuple[str, str, float]] = {}  # per entry: its tier, reason and confidence (most share one)
     for table in tables:
         if table in relevant:
             continue
-        score = scores[table]
-        tier = "high" if score < settings.high_tier else "medium"
-        why = "nothing in the question or knowledge points to it"
-        if scored.board[table].reason:  # from the weights that gave the score: what added most to it
-            why = f"only a loose match: {scored.board[table].reason}"
+        entry = entries[table]
+        told = said.get(id(entry))
+        if told is None:
+            tier = "high" if entry.score < settings.high_tier else "medium"
+            why = "nothing in the question or knowledge points to it"
+            if entry.reason:  # from the weights that gave the score: what added most to it
+                why = f"only a loose match: {entry.reason}"
+            told = said[id(entry)] = (tier, why, round(1.0 - entry.score, 3))
         members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
         label = units.labels[table] if members and units is not None else table
-        flagged.append(TableDirective(label, why, tier, round(1.0 - score, 3), members))
-    flagged.sort(key=lambda d: (-d.confidence, d.table))
+        flagged.append(TableDirective(label, told[1], told[0], told[2], members))
+    # Two stable sorts on plain keys instead of one on tuples: no tuple per flagged table.
+    flagged.sort(key=attrgetter("table"))
+    flagged.sort(key=attrgetter("confidence"), reverse=True)
     return Directives(flagged, sorted(relevant), scores=scores)
 
 
@@ -148,8 +156,9 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
     # A value of the question found in a table's data (or its value description) is evidence for it: its
     # holders are kept, or, when more tables than `value_holders` hold it, the likeliest of them.
     held: dict[str, set[str]] = {}
-    for table, entry in scored.board.items():
-        for value in entry.values:
+    board = scored.board
+    for table in sorted(board.entries, key=board.position.__getitem__):  # only a table's own entry holds values
+        for value in board.entries[table].values:
             held.setdefault(value, set()).add(table)
     for value_holders in held.values():
         if len(value_holders) <= settings.value_holders:
