@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import starmap
+from operator import itemgetter
+from typing import overload
 
 from sophrosyne.directives.inference import LLMColumnInference
 from sophrosyne.directives.knowledge import Knowledge, knowledge_text, with_inferred_columns
@@ -33,11 +36,51 @@ class TableDirective:
         return self.members or (self.table,)
 
 
+Row = tuple[str, str, str, float, tuple[str, ...]]  # a TableDirective's fields
+
+
+class Flagged(Sequence[TableDirective]):
+    """Flagged tables, surest first, kept as plain tuples and read as TableDirective. The garbage collector stops
+    tracking a tuple of strings and numbers at its first pass: a question on a warehouse flags thousands of
+    tables, and as objects they piled up into its full collections (half a second each beside a 5,000-table
+    index), every 20 questions or so."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: list[Row]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> TableDirective: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TableDirective]: ...
+    def __getitem__(self, index: int | slice) -> TableDirective | list[TableDirective]:
+        if isinstance(index, slice):
+            return list(starmap(TableDirective, self._rows[index]))
+        return TableDirective(*self._rows[index])
+
+    def __iter__(self) -> Iterator[TableDirective]:
+        return starmap(TableDirective, self._rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list of the same directives, so not hashable
+
+    def __repr__(self) -> str:
+        return f"Flagged({list(self)!r})"
+
+
 @dataclass
 class Directives:
     """What list_tables tells the agent: the likely irrelevant tables, the relevant set, or an abstention."""
 
-    irrelevant: list[TableDirective] = field(default_factory=list)
+    irrelevant: Sequence[TableDirective] = field(default_factory=list)
     relevant: list[str] = field(default_factory=list)
     abstained: bool = False
     note: str = ""
@@ -106,7 +149,7 @@ def decide_directives(
     if not relevant:
         note = "nothing in the question matches the schema"
         return Directives(relevant=tables, abstained=True, note=note, scores=scores)
-    flagged = []
+    flagged: list[Row] = []
     said: dict[int, tuple[str, str, float]] = {}  # per entry: its tier, reason and confidence (most share one)
     for table in tables:
         if table in relevant:
@@ -121,11 +164,11 @@ def decide_directives(
             told = said[id(entry)] = (tier, why, round(1.0 - entry.score, 3))
         members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
         label = units.labels[table] if members and units is not None else table
-        flagged.append(TableDirective(label, told[1], told[0], told[2], members))
-    # Two stable sorts on plain keys instead of one on tuples: no tuple per flagged table.
-    flagged.sort(key=attrgetter("table"))
-    flagged.sort(key=attrgetter("confidence"), reverse=True)
-    return Directives(flagged, sorted(relevant), scores=scores)
+        flagged.append((label, told[1], told[0], told[2], members))
+    # Surest first, then by name: two stable sorts on plain keys, not one on a tuple per flagged table.
+    flagged.sort(key=itemgetter(0))
+    flagged.sort(key=itemgetter(3), reverse=True)
+    return Directives(Flagged(flagged), sorted(relevant), scores=scores)
 
 
 def keep_threshold(scored: TableScores, settings: DirectiveSettings) -> float:
