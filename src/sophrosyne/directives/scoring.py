@@ -247,9 +247,9 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
             entry = TableSignals()
             _word_features(entry, {words[i] for i in np.flatnonzero(pattern)}, words, holders, coverage)
             board.share(tables.tolist(), entry)
+    content_set = set(words)
     for table, entry in board.entries.items():
-        own = {words[i] for i in np.flatnonzero(owns[position[table]])}
-        _word_features(entry, own, words, holders, coverage)
+        _word_features(entry, content_set & lexicon.table_words.get(table, set()), words, holders, coverage)
     _word_features(board.rest, set(), words, holders, coverage)
     each: list[tuple[str | None, TableSignals]] = [*board.entries.items(), *((None, e) for e in board.groups)]
     for name, entry in [*each, (None, board.rest)]:

@@ -17,11 +17,14 @@ Ranking = npt.NDArray[np.int64]
 RRF_K = 60
 
 
+_SORTED_UP_TO = 2048  # up to so many items a row, a full sort costs less than a partition and a loop over rows
+
+
 def top_ranked(scores: npt.NDArray[np.floating[Any]], depth: int, positive_only: bool = False) -> Ranking:
     """Each row's `depth` best-scoring items, best first (ties in item order); with `positive_only`, an item
     scoring zero or less is no rank (-1)."""
     rows, size = scores.shape
-    if depth >= size or depth <= 0 or rows == 0:
+    if size <= _SORTED_UP_TO or depth >= size or depth <= 0 or rows == 0:
         order: Ranking = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
         if positive_only:
             order = np.where(np.take_along_axis(scores, order, axis=1) > 0, order, -1)
