@@ -215,8 +215,9 @@ def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[
 def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: Board) -> float:
     """Features of a table among the others (ranks, word coverage, neighbours); returns the question's coverage.
 
-    Tables with a signal of their own or a named neighbour are given features one by one; the others depend only
-    on which words of the question they have, so each set of words is given them once (`Board.share`)."""
+    Tables with a signal of their own or a named neighbour are given features one by one; the features of the
+    others depend only on how many of the question's words they have (how many no other table has, how many
+    other tables have), so the tables alike in those counts share one entry (`Board.share`)."""
     named = {t for t, e in board.entries.items() if e.features.get("anchor") or e.features.get("table_named")}
     position = board.position
     for feature, rank_feature in (("ret_question", "rank_question"), ("ret_phrase", "rank_phrase")):
@@ -231,26 +232,33 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
     empty = np.zeros(0, np.int64)
     rows = [lexicon.word_rows.get(w, empty) for w in words]
     holders = {w: len(r) for w, r in zip(words, rows, strict=True)}  # how many tables have each word
-    owns = np.zeros((len(board), len(words)), np.bool_)
-    for i, r in enumerate(rows):
-        owns[r, i] = True
     neighbours = set().union(*(lexicon.graph.get(t, set()) for t in named))
     for t in neighbours:
         board.entry(t)  # a neighbour of a named table has a feature of its own
-    free = np.ones(len(board), np.bool_)
-    free[[position[t] for t in board.entries]] = False
-    free &= owns.any(axis=1)  # a table with none of the words is left to `rest`
+    free = np.zeros(len(board), np.bool_)
+    for r in rows:
+        free[r] = True
+    free[[position[t] for t in board.entries]] = False  # a table with none of the words is left to `rest`
     if free.any():
-        patterns, inverse, counts = _unique_rows(owns[free])
-        members = np.split(lexicon.table_array[free][np.argsort(inverse, kind="stable")], np.cumsum(counts))
-        for pattern, tables in zip(patterns, members, strict=False):
+        owns = np.zeros((int(free.sum()), len(words)), np.bool_)
+        place = np.cumsum(free) - 1
+        for i, r in enumerate(rows):
+            owns[place[r[free[r]]], i] = True
+        held = np.array([holders[w] for w in words], np.int64)
+        counts = np.stack([owns.sum(axis=1), owns[:, held == 1].sum(axis=1), ((held - owns) > 0).sum(axis=1)], axis=1)
+        width = len(words) + 1
+        keys, inverse, sizes = np.unique(counts @ [width * width, width, 1], return_inverse=True, return_counts=True)
+        tables = lexicon.table_array[free][np.argsort(inverse.ravel(), kind="stable")]
+        for key, group in zip(keys.tolist(), np.split(tables, np.cumsum(sizes)), strict=False):
             entry = TableSignals()
-            _word_features(entry, {words[i] for i in np.flatnonzero(pattern)}, words, holders, coverage)
-            board.share(tables.tolist(), entry)
+            _word_features(entry, (key // (width * width), key // width % width, key % width), words, coverage)
+            board.share(group.tolist(), entry)
     content_set = set(words)
-    for table, entry in board.entries.items():
-        _word_features(entry, content_set & lexicon.table_words.get(table, set()), words, holders, coverage)
-    _word_features(board.rest, set(), words, holders, coverage)
+    for table, entry in [*board.entries.items(), ("", board.rest)]:
+        own = content_set & lexicon.table_words.get(table, set())
+        only = sum(holders[w] == 1 for w in own)
+        others = sum(holders[w] - (w in own) > 0 for w in words)
+        _word_features(entry, (len(own), only, others), words, coverage)
     each: list[tuple[str | None, TableSignals]] = [*board.entries.items(), *((None, e) for e in board.groups)]
     for name, entry in [*each, (None, board.rest)]:
         if name in neighbours:
@@ -262,28 +270,13 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
     return coverage
 
 
-def _unique_rows(
-    rows: npt.NDArray[np.bool_],
-) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The distinct rows, each row's one among them and how many have each (`np.unique` over rows), by the rows'
-    bits as one integer when they fit: sorting 5,000 integers, not 5,000 rows."""
-    if rows.shape[1] > 62:
-        patterns, inverse, counts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
-        return patterns, inverse.ravel(), counts
-    bits = np.left_shift(np.int64(1), np.arange(rows.shape[1], dtype=np.int64))
-    codes, inverse, counts = np.unique(rows @ bits, return_inverse=True, return_counts=True)
-    return (codes[:, None] & bits) != 0, inverse.ravel(), counts
-
-
-def _word_features(
-    entry: TableSignals, own: set[str], words: list[str], holders: dict[str, int], coverage: float
-) -> None:
-    """The features of the question's words that a table has (`own`) among the words other tables have."""
+def _word_features(entry: TableSignals, counts: tuple[int, int, int], words: list[str], coverage: float) -> None:
+    """The features of the question's words a table has: `counts` of them it has, that no other table has,
+    and of the question's words that other tables have."""
     if words:
-        only = {w for w in own if holders[w] == 1}
-        others = {w for w in words if holders[w] - (w in own) > 0}
-        entry.features["own_cover"] = len(own) / len(words)
-        entry.features["only_cover"] = len(only) / len(words)
-        entry.features["others_cover"] = len(others) / len(words)
+        own, only, others = counts
+        entry.features["own_cover"] = own / len(words)
+        entry.features["only_cover"] = only / len(words)
+        entry.features["others_cover"] = others / len(words)
     entry.features["coverage"] = coverage
     entry.features["coverage_gap"] = coverage * (1.0 - entry.features.get("rank_question", 0.0))

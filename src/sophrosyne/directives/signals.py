@@ -57,10 +57,10 @@ class TableSignals:
 
 class Board(Mapping[str, TableSignals]):
     """Every visible table's signals, in catalog order. A table gets its own entry when something is noted for
-    it (or read of it) while signals are gathered. The others share entries: those with the same words of the
-    question one per set of words (`share`), the rest one entry, `rest`, each scored once: at warehouse scale
-    most tables get no signal of their own, and 5,000 entries a question cost more than the signals. Once
-    `sealed` (scored), reading a table without an entry gives `rest`."""
+    it (or read of it) while signals are gathered. The others share entries, each scored once: the tables alike
+    in the question's words they have one per kind (`share`), those with none of them `rest`. At warehouse
+    scale most tables get no signal of their own, and 5,000 entries a question cost more than the signals.
+    Once `sealed` (scored), reading a table without an entry gives `rest`."""
 
     def __init__(self, tables: Sequence[str], position: Mapping[str, int] | None = None) -> None:
         self.order = tables
@@ -162,12 +162,23 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: Board) 
     grams = lexicon.grams(stemmed(question + " " + knowledge))
     # Compared without spaces too: `CytoBands_hg38` splits into three words, `CYTOBANDS_HG38` into two.
     compact = {g.replace(" ", "") for g in grams if " " in g}
-    named_tables = {t for g in grams for t in lexicon.phrase_tables.get(g, ())}
-    named_tables.update(t for g in compact for t in lexicon.compact_tables.get(g, ()))
+    # A warehouse has more spellings than the text has runs of words, a small schema fewer: the shorter side is
+    # visited, the other looked up.
+    if len(lexicon.table_phrases) > len(grams) + len(compact):
+        named_tables = {t for g in grams for t in lexicon.phrase_tables.get(g, ())}
+        named_tables.update(t for g in compact for t in lexicon.compact_tables.get(g, ()))
+    else:
+        named_tables = {
+            t for t, ps in lexicon.table_phrases.items() if any(p in grams or p.replace(" ", "") in compact for p in ps)
+        }
     for table in named_tables:
         board[table].note("table_named", 1.0, "the question names it")
     order = lexicon.column_phrases
-    for phrase in sorted((p for p in grams if p in order), key=order.__getitem__):
+    if len(order) > len(grams):
+        phrases = sorted((p for p in grams if p in order), key=order.__getitem__)
+    else:
+        phrases = [p for p in order if p in grams]
+    for phrase in phrases:
         named = lexicon.columns[phrase]
         tables = {t for t, _ in named}
         feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
