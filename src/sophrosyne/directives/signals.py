@@ -199,9 +199,10 @@ def value_signals(question: str, knowledge: str, catalog: Catalog, values: Value
             holders = {t for t, _ in values.lookup(literal) if t in board}
         if not holders and len(literal) >= 3 and literal in quoted:
             needle = normalize_value(literal)
-            holders = {
-                t.name for t in catalog.tables.values() for c in t.columns if needle in c.value_description.lower()
-            }
+            if needle:
+                holders = {t for t, description in _value_descriptions(catalog) if needle in description}
+            else:  # nothing left of it once normalized: found in every column, as `"" in text` is
+                holders = {t.name for t in catalog.tables.values() if t.columns}
         feature = "value" if literal in quoted else "value_mention"
         for t in holders:
             shared = "value_shared" if feature == "value" else feature
@@ -225,6 +226,21 @@ def value_signals(question: str, knowledge: str, catalog: Catalog, values: Value
                 for t in found:
                     board[t].note("value_mention", 1.0 / len(found), f"holds the value '{phrase}'")
                     board[t].hold(phrase)
+
+
+_DESCRIBED: dict[int, tuple[Catalog, list[tuple[str, str]]]] = {}
+
+
+def _value_descriptions(catalog: Catalog) -> list[tuple[str, str]]:
+    """(table, lower-cased value description) of every column that has one, kept per catalog: a quoted literal
+    is looked for in them, and a warehouse's 100,000 columns cost 10 ms a literal to visit again."""
+    known = _DESCRIBED.get(id(catalog))
+    if known is None or known[0] is not catalog:
+        found = [(t.name, c.value_description.lower()) for t in catalog.tables.values() for c in t.columns]
+        if len(_DESCRIBED) > 256:
+            _DESCRIBED.clear()
+        known = _DESCRIBED[id(catalog)] = (catalog, [(t, d) for t, d in found if d])
+    return known[1]
 
 
 IntArray = npt.NDArray[np.int64]
