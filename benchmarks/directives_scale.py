@@ -28,7 +28,7 @@ from sophrosyne.directives.scoring import warm
 from sophrosyne.index import SchemaIndex
 from sophrosyne.schema.catalog import Catalog
 
-BUDGETS = {"latency_p95_ms": 20.0, "index_785_s": 60.0, "index_5000_s": 120.0}
+BUDGETS = {"latency_p95_ms": 20.0, "latency_5000_p95_ms": 100.0, "index_785_s": 60.0, "index_5000_s": 120.0}
 TOKEN_BUDGET_CHARS = 4000 * 4 // 2  # the directives' share of a default list_tables response
 
 
@@ -54,11 +54,13 @@ def measure(name: str, catalog: Catalog, questions: list[str]) -> dict[str, Any]
     warm(prepared.catalog, index)
     build_s = time.perf_counter() - started
     latencies: list[float] = []
+    cpu: list[float] = []  # the process's CPU time per question: what a busy shared machine does not inflate
     rendered: list[int] = []
     for question in questions:
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         directives = compute_directives(question, None, prepared.catalog, index, units=prepared.units)
         latencies.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - started_cpu) * 1000)
         rendered.append(len(directives.render(TOKEN_BUDGET_CHARS)))
     return {
         "database": name,
@@ -70,6 +72,9 @@ def measure(name: str, catalog: Catalog, questions: list[str]) -> dict[str, Any]
         "questions": len(questions),
         "latency_ms_p50": round(float(np.percentile(latencies, 50)), 2) if latencies else None,
         "latency_ms_p95": round(float(np.percentile(latencies, 95)), 2) if latencies else None,
+        "cpu_ms_p50": round(float(np.percentile(cpu, 50)), 2) if cpu else None,
+        "cpu_ms_p95": round(float(np.percentile(cpu, 95)), 2) if cpu else None,
+        "cpu_ms_max": round(max(cpu), 2) if cpu else None,
         "rendered_chars_max": max(rendered) if rendered else 0,
         "rendered_budget_chars": TOKEN_BUDGET_CHARS,
     }
@@ -95,7 +100,8 @@ def main() -> None:
         print(
             f"{run['database']}: {run['tables']} tables ({run['units']} units, {run['columns']} columns, "
             f"{run['inferred_joins']} inferred joins): index {run['index_build_s']} s; directives p50 "
-            f"{run['latency_ms_p50']} ms, p95 {run['latency_ms_p95']} ms over {run['questions']} questions; "
+            f"{run['latency_ms_p50']} ms, p95 {run['latency_ms_p95']} ms (CPU p50 {run['cpu_ms_p50']}, p95 "
+            f"{run['cpu_ms_p95']}, max {run['cpu_ms_max']} ms) over {run['questions']} questions; "
             f"longest rendering {run['rendered_chars_max']} of {run['rendered_budget_chars']} characters"
         )
     print(f"load average {results['load_average']} -> {results['load_average_after']}")

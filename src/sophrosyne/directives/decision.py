@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import starmap
+from operator import itemgetter
+from typing import overload
 
 from sophrosyne.directives.inference import LLMColumnInference
 from sophrosyne.directives.knowledge import Knowledge, knowledge_text, with_inferred_columns
@@ -32,11 +36,51 @@ class TableDirective:
         return self.members or (self.table,)
 
 
+Row = tuple[str, str, str, float, tuple[str, ...]]  # a TableDirective's fields
+
+
+class Flagged(Sequence[TableDirective]):
+    """Flagged tables, surest first, kept as plain tuples and read as TableDirective. The garbage collector stops
+    tracking a tuple of strings and numbers at its first pass: a question on a warehouse flags thousands of
+    tables, and as objects they piled up into its full collections (half a second each beside a 5,000-table
+    index), every 20 questions or so."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: list[Row]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> TableDirective: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TableDirective]: ...
+    def __getitem__(self, index: int | slice) -> TableDirective | list[TableDirective]:
+        if isinstance(index, slice):
+            return list(starmap(TableDirective, self._rows[index]))
+        return TableDirective(*self._rows[index])
+
+    def __iter__(self) -> Iterator[TableDirective]:
+        return starmap(TableDirective, self._rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list of the same directives, so not hashable
+
+    def __repr__(self) -> str:
+        return f"Flagged({list(self)!r})"
+
+
 @dataclass
 class Directives:
     """What list_tables tells the agent: the likely irrelevant tables, the relevant set, or an abstention."""
 
-    irrelevant: list[TableDirective] = field(default_factory=list)
+    irrelevant: Sequence[TableDirective] = field(default_factory=list)
     relevant: list[str] = field(default_factory=list)
     abstained: bool = False
     note: str = ""
@@ -94,8 +138,9 @@ def decide_directives(
     """Keep tables scoring at least the threshold, close them over join paths (declared and inferred), tie
     twins, flag the rest, surest first. With `units`, a flagged shard group is named once with its members."""
     settings = settings or DirectiveSettings()
-    tables = list(scored.board)
-    scores = {t: e.score for t, e in scored.board.items()}
+    entries = scored.board.resolved()
+    tables = list(entries)
+    scores = {t: e.score for t, e in entries.items()}
     if scored.abstain_note:
         return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
     relevant = _keep(scores, scored, keep_threshold(scored, settings), settings)
@@ -104,20 +149,26 @@ def decide_directives(
     if not relevant:
         note = "nothing in the question matches the schema"
         return Directives(relevant=tables, abstained=True, note=note, scores=scores)
-    flagged = []
+    flagged: list[Row] = []
+    said: dict[int, tuple[str, str, float]] = {}  # per entry: its tier, reason and confidence (most share one)
     for table in tables:
         if table in relevant:
             continue
-        score = scores[table]
-        tier = "high" if score < settings.high_tier else "medium"
-        why = "nothing in the question or knowledge points to it"
-        if scored.board[table].reason:  # from the weights that gave the score: what added most to it
-            why = f"only a loose match: {scored.board[table].reason}"
+        entry = entries[table]
+        told = said.get(id(entry))
+        if told is None:
+            tier = "high" if entry.score < settings.high_tier else "medium"
+            why = "nothing in the question or knowledge points to it"
+            if entry.reason:  # from the weights that gave the score: what added most to it
+                why = f"only a loose match: {entry.reason}"
+            told = said[id(entry)] = (tier, why, round(1.0 - entry.score, 3))
         members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
         label = units.labels[table] if members and units is not None else table
-        flagged.append(TableDirective(label, why, tier, round(1.0 - score, 3), members))
-    flagged.sort(key=lambda d: (-d.confidence, d.table))
-    return Directives(flagged, sorted(relevant), scores=scores)
+        flagged.append((label, told[1], told[0], told[2], members))
+    # Surest first, then by name: two stable sorts on plain keys, not one on a tuple per flagged table.
+    flagged.sort(key=itemgetter(0))
+    flagged.sort(key=itemgetter(3), reverse=True)
+    return Directives(Flagged(flagged), sorted(relevant), scores=scores)
 
 
 def keep_threshold(scored: TableScores, settings: DirectiveSettings) -> float:
@@ -148,8 +199,9 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
     # A value of the question found in a table's data (or its value description) is evidence for it: its
     # holders are kept, or, when more tables than `value_holders` hold it, the likeliest of them.
     held: dict[str, set[str]] = {}
-    for table, entry in scored.board.items():
-        for value in entry.values:
+    board = scored.board
+    for table in sorted(board.entries, key=board.position.__getitem__):  # only a table's own entry holds values
+        for value in board.entries[table].values:
             held.setdefault(value, set()).add(table)
     for value_holders in held.values():
         if len(value_holders) <= settings.value_holders:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +18,7 @@ from sophrosyne.directives.knowledge import (
     tokenize_words,
 )
 from sophrosyne.directives.model import DirectiveSettings, probability
-from sophrosyne.directives.signals import TableSignals, name_signals, retrieval_signals, value_signals
+from sophrosyne.directives.signals import Board, TableSignals, name_signals, retrieval_signals, value_signals
 from sophrosyne.directives.units import Units, shards_named
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
@@ -36,7 +35,7 @@ _STRONG = ("anchor", "anchor_shared", "table_named", "column_phrase", "column_ph
 class TableScores:
     """Per-table relevance for one question: features, a score in [0, 1], and the most telling reason."""
 
-    board: dict[str, TableSignals]
+    board: Board
     lexicon: Lexicon
     abstain_note: str = ""
     anchor_groups: list[list[str]] = field(default_factory=list)  # holders of each column the knowledge names
@@ -82,8 +81,9 @@ def _score_tables(
         text = "\n".join(chosen)
     has_knowledge = bool(text.strip())
     lexicon = lexicon_for(catalog)
-    board = {t: TableSignals() for t in catalog.tables}
+    board = Board(lexicon.tables, lexicon.position)
     if len(board) <= settings.min_tables:
+        board.sealed = True
         return TableScores(board, lexicon, "the database has too few tables", text=f"{question} {text}")
     anchor_groups = name_signals(question, text, lexicon, board)
     for word in set(tokenize(question)):
@@ -109,16 +109,17 @@ def _score_tables(
     retrieval_signals(searched, asked, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(question, has_knowledge, lexicon, board)
     weights = settings.model.fit_for(has_knowledge).weights
-    for entry in board.values():
+    for entry in board.own():
         entry.score = probability(entry.features, weights)
         entry.reason = entry.explain(weights)
+    board.sealed = True
     abstain = ""
-    if not has_knowledge and coverage == 0.0 and not any(e.features.get(f) for e in board.values() for f in _STRONG):
+    if not has_knowledge and coverage == 0.0 and not any(e.features.get(f) for e in board.own() for f in _STRONG):
         # No word of the question is a word of the schema, and nothing is named or grounded: any pick would
         # rest on fuzzy similarity alone, so say nothing rather than name tables at random.
         abstain = "nothing in the question names or resembles a table, column or value closely enough"
-    schemas = {t.name: t.schema or "" for t in catalog.tables.values()}
-    several = len(set(schemas.values())) > 1
+    schemas, names = _schemas_of(catalog)
+    several = len(names) > 1
     return TableScores(
         board,
         lexicon,
@@ -128,8 +129,23 @@ def _score_tables(
         text=f"{question} {text}",
         question_words=len(tokenize_words(question)),
         schemas=schemas if several else {},
-        named_schemas=_named_schemas(question, set(schemas.values())) if several else set(),
+        named_schemas=_named_schemas(question, set(names)) if several else set(),
     )
+
+
+_SCHEMAS: dict[int, tuple[Catalog, dict[str, str], frozenset[str]]] = {}
+
+
+def _schemas_of(catalog: Catalog) -> tuple[dict[str, str], frozenset[str]]:
+    """Table -> its schema, and the schemas, kept per catalog (a catalog does not change once read; 5,000
+    tables cost 3 ms a question to read again)."""
+    known = _SCHEMAS.get(id(catalog))
+    if known is None or known[0] is not catalog:
+        schemas = {t.name: t.schema or "" for t in catalog.tables.values()}
+        if len(_SCHEMAS) > 256:
+            _SCHEMAS.clear()
+        known = _SCHEMAS[id(catalog)] = (catalog, schemas, frozenset(schemas.values()))
+    return known[1], known[2]
 
 
 def _named_schemas(question: str, schemas: set[str]) -> set[str]:
@@ -196,33 +212,71 @@ def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[
     return relevant_passages(question, document, similarity, keep=keep, max_chars=keep * 600, parts=parts)
 
 
-def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: dict[str, TableSignals]) -> float:
-    """Features of a table among the others (ranks, word coverage, neighbours); returns the question's coverage."""
-    named = {t for t, e in board.items() if e.features.get("anchor") or e.features.get("table_named")}
+def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: Board) -> float:
+    """Features of a table among the others (ranks, word coverage, neighbours); returns the question's coverage.
+
+    Tables with a signal of their own or a named neighbour are given features one by one; the features of the
+    others depend only on how many of the question's words they have (how many no other table has, how many
+    other tables have), so the tables alike in those counts share one entry (`Board.share`)."""
+    named = {t for t, e in board.entries.items() if e.features.get("anchor") or e.features.get("table_named")}
+    position = board.position
     for feature, rank_feature in (("ret_question", "rank_question"), ("ret_phrase", "rank_phrase")):
-        ordered = sorted(board, key=lambda t: -board[t].features.get(feature, 0.0))
-        for rank, table in enumerate(ordered, start=1):
-            if board[table].features.get(feature, 0.0) > 0:
-                board[table].features[rank_feature] = 1.0 / rank
+        # Ranks among the tables scoring above zero, ties in catalog order: those of a sort of every table.
+        ranked = [(t, e) for t, e in board.entries.items() if e.features.get(feature, 0.0) > 0]
+        ranked.sort(key=lambda te: (-te[1].features[feature], position[te[0]]))
+        for rank, (_, entry) in enumerate(ranked, start=1):
+            entry.features[rank_feature] = 1.0 / rank
     content = tokenize(question)
     coverage = sum(w in lexicon.name_words for w in content) / len(content) if content else 0.0
-    content_set = set(content)
-    owned = {t: content_set & lexicon.table_words.get(t, set()) for t in board}
-    holders = Counter(w for words in owned.values() for w in words)  # how many tables have each word
-    for table, entry in board.items():
-        if content_set:
-            own = owned[table]
-            only = {w for w in own if holders[w] == 1}
-            others = {w for w in content_set if holders[w] - (w in own) > 0}
-            entry.features["own_cover"] = len(own) / len(content_set)
-            entry.features["only_cover"] = len(only) / len(content_set)
-            entry.features["others_cover"] = len(others) / len(content_set)
-        entry.features["coverage"] = coverage
-        entry.features["coverage_gap"] = coverage * (1.0 - entry.features.get("rank_question", 0.0))
-        if lexicon.graph.get(table, set()) & named:
+    words = sorted(set(content))
+    empty = np.zeros(0, np.int64)
+    rows = [lexicon.word_rows.get(w, empty) for w in words]
+    holders = {w: len(r) for w, r in zip(words, rows, strict=True)}  # how many tables have each word
+    neighbours = set().union(*(lexicon.graph.get(t, set()) for t in named))
+    for t in neighbours:
+        board.entry(t)  # a neighbour of a named table has a feature of its own
+    free = np.zeros(len(board), np.bool_)
+    for r in rows:
+        free[r] = True
+    free[[position[t] for t in board.entries]] = False  # a table with none of the words is left to `rest`
+    if free.any():
+        owns = np.zeros((int(free.sum()), len(words)), np.bool_)
+        place = np.cumsum(free) - 1
+        for i, r in enumerate(rows):
+            owns[place[r[free[r]]], i] = True
+        held = np.array([holders[w] for w in words], np.int64)
+        counts = np.stack([owns.sum(axis=1), owns[:, held == 1].sum(axis=1), ((held - owns) > 0).sum(axis=1)], axis=1)
+        width = len(words) + 1
+        keys, inverse, sizes = np.unique(counts @ [width * width, width, 1], return_inverse=True, return_counts=True)
+        tables = lexicon.table_array[free][np.argsort(inverse.ravel(), kind="stable")]
+        for key, group in zip(keys.tolist(), np.split(tables, np.cumsum(sizes)), strict=False):
+            entry = TableSignals()
+            _word_features(entry, (key // (width * width), key // width % width, key % width), words, coverage)
+            board.share(group.tolist(), entry)
+    content_set = set(words)
+    for table, entry in [*board.entries.items(), ("", board.rest)]:
+        own = content_set & lexicon.table_words.get(table, set())
+        only = sum(holders[w] == 1 for w in own)
+        others = sum(holders[w] - (w in own) > 0 for w in words)
+        _word_features(entry, (len(own), only, others), words, coverage)
+    each: list[tuple[str | None, TableSignals]] = [*board.entries.items(), *((None, e) for e in board.groups)]
+    for name, entry in [*each, (None, board.rest)]:
+        if name in neighbours:
             entry.features["neighbor"] = 1.0
-        if named - {table}:
+        if named - {name}:
             entry.features["others_anchored"] = 1.0
         entry.features["small_schema"] = 1.0 / len(board)
         entry.features["no_knowledge"] = 0.0 if has_knowledge else 1.0
     return coverage
+
+
+def _word_features(entry: TableSignals, counts: tuple[int, int, int], words: list[str], coverage: float) -> None:
+    """The features of the question's words a table has: `counts` of them it has, that no other table has,
+    and of the question's words that other tables have."""
+    if words:
+        own, only, others = counts
+        entry.features["own_cover"] = own / len(words)
+        entry.features["only_cover"] = only / len(words)
+        entry.features["others_cover"] = others / len(words)
+    entry.features["coverage"] = coverage
+    entry.features["coverage_gap"] = coverage * (1.0 - entry.features.get("rank_question", 0.0))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,7 +55,77 @@ class TableSignals:
         return self.reasons[best[1]] if best else ""
 
 
-def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[str, TableSignals]) -> list[list[str]]:
+class Board(Mapping[str, TableSignals]):
+    """Every visible table's signals, in catalog order. A table gets its own entry when something is noted for
+    it (or read of it) while signals are gathered. The others share entries, each scored once: the tables alike
+    in the question's words they have one per kind (`share`), those with none of them `rest`. At warehouse
+    scale most tables get no signal of their own, and 5,000 entries a question cost more than the signals.
+    Once `sealed` (scored), reading a table without an entry gives `rest`."""
+
+    def __init__(self, tables: Sequence[str], position: Mapping[str, int] | None = None) -> None:
+        self.order = tables
+        self.position = position if position is not None else {t: i for i, t in enumerate(tables)}
+        self.entries: dict[str, TableSignals] = {}
+        self.shared: dict[str, TableSignals] = {}
+        self.groups: list[TableSignals] = []
+        self.rest = TableSignals()
+        self.sealed = False
+        self._resolved: dict[str, TableSignals] | None = None
+
+    def __getitem__(self, table: str) -> TableSignals:
+        entry = self.entries.get(table) or self.shared.get(table)
+        if entry is None:
+            if table not in self.position:
+                raise KeyError(table)
+            if self.sealed:
+                return self.rest
+            entry = self.entries[table] = TableSignals()
+        return entry
+
+    def __contains__(self, table: object) -> bool:
+        return table in self.position
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def entry(self, table: str) -> TableSignals:
+        """The table's own entry, made now if it has none."""
+        entry = self.entries.get(table)
+        if entry is None:
+            entry = self.entries[table] = TableSignals()
+        return entry
+
+    def share(self, tables: list[str], entry: TableSignals) -> None:
+        """One entry for these tables (none of which has its own)."""
+        self.groups.append(entry)
+        self.shared.update(dict.fromkeys(tables, entry))
+
+    def own(self) -> list[TableSignals]:
+        """Every distinct entry: the tables' own, the shared ones and `rest`."""
+        return [*self.entries.values(), *self.groups, self.rest]
+
+    def resolved(self) -> dict[str, TableSignals]:
+        """Table -> its entry, in catalog order (kept once sealed)."""
+        if self._resolved is not None:
+            return self._resolved
+        resolved = dict.fromkeys(self.order, self.rest)
+        resolved.update(self.shared)
+        resolved.update(self.entries)
+        if self.sealed:
+            self._resolved = resolved
+        return resolved
+
+    def items(self) -> ItemsView[str, TableSignals]:
+        return self.resolved().items()
+
+    def values(self) -> ValuesView[TableSignals]:
+        return self.resolved().values()
+
+
+def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: Board) -> list[list[str]]:
     """Exact names: columns written in the knowledge, table and column names in the text."""
     strong, weak = infer_identifiers(knowledge)
     strong += [i for i in infer_identifiers(question)[0] if "_" in i or "." in i]
@@ -92,10 +162,23 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
     grams = lexicon.grams(stemmed(question + " " + knowledge))
     # Compared without spaces too: `CytoBands_hg38` splits into three words, `CYTOBANDS_HG38` into two.
     compact = {g.replace(" ", "") for g in grams if " " in g}
-    for table, phrases in lexicon.table_phrases.items():
-        if any(p in grams or p.replace(" ", "") in compact for p in phrases):
-            board[table].note("table_named", 1.0, "the question names it")
-    for phrase in [p for p in lexicon.columns if " " in p and p in grams]:
+    # A warehouse has more spellings than the text has runs of words, a small schema fewer: the shorter side is
+    # visited, the other looked up.
+    if len(lexicon.table_phrases) > len(grams) + len(compact):
+        named_tables = {t for g in grams for t in lexicon.phrase_tables.get(g, ())}
+        named_tables.update(t for g in compact for t in lexicon.compact_tables.get(g, ()))
+    else:
+        named_tables = {
+            t for t, ps in lexicon.table_phrases.items() if any(p in grams or p.replace(" ", "") in compact for p in ps)
+        }
+    for table in named_tables:
+        board[table].note("table_named", 1.0, "the question names it")
+    order = lexicon.column_phrases
+    if len(order) > len(grams):
+        phrases = sorted((p for p in grams if p in order), key=order.__getitem__)
+    else:
+        phrases = [p for p in order if p in grams]
+    for phrase in phrases:
         named = lexicon.columns[phrase]
         tables = {t for t, _ in named}
         feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
@@ -104,9 +187,7 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: dict[st
     return [holders for _, holders in anchored]
 
 
-def value_signals(
-    question: str, knowledge: str, catalog: Catalog, values: ValueIndex | None, board: dict[str, TableSignals]
-) -> None:
+def value_signals(question: str, knowledge: str, catalog: Catalog, values: ValueIndex | None, board: Board) -> None:
     """The question's values found in the data (value index) or in the column value descriptions: quoted
     literals, capitalised phrases (names: "Dean Peeters") and runs of its words. Each holder records the
     value (`TableSignals.values`): a table holding a value of the question is evidence, never one to flag."""
@@ -118,9 +199,10 @@ def value_signals(
             holders = {t for t, _ in values.lookup(literal) if t in board}
         if not holders and len(literal) >= 3 and literal in quoted:
             needle = normalize_value(literal)
-            holders = {
-                t.name for t in catalog.tables.values() for c in t.columns if needle in c.value_description.lower()
-            }
+            if needle:
+                holders = {t for t, description in _value_descriptions(catalog) if needle in description}
+            else:  # nothing left of it once normalized: found in every column, as `"" in text` is
+                holders = {t.name for t in catalog.tables.values() if t.columns}
         feature = "value" if literal in quoted else "value_mention"
         for t in holders:
             shared = "value_shared" if feature == "value" else feature
@@ -144,6 +226,21 @@ def value_signals(
                 for t in found:
                     board[t].note("value_mention", 1.0 / len(found), f"holds the value '{phrase}'")
                     board[t].hold(phrase)
+
+
+_DESCRIBED: dict[int, tuple[Catalog, list[tuple[str, str]]]] = {}
+
+
+def _value_descriptions(catalog: Catalog) -> list[tuple[str, str]]:
+    """(table, lower-cased value description) of every column that has one, kept per catalog: a quoted literal
+    is looked for in them, and a warehouse's 100,000 columns cost 10 ms a literal to visit again."""
+    known = _DESCRIBED.get(id(catalog))
+    if known is None or known[0] is not catalog:
+        found = [(t.name, c.value_description.lower()) for t in catalog.tables.values() for c in t.columns]
+        if len(_DESCRIBED) > 256:
+            _DESCRIBED.clear()
+        known = _DESCRIBED[id(catalog)] = (catalog, [(t, d) for t, d in found if d])
+    return known[1]
 
 
 IntArray = npt.NDArray[np.int64]
@@ -174,7 +271,7 @@ def retrieval_signals(
     index: SchemaIndex,
     lexicon: Lexicon,
     rrf_k: int,
-    board: dict[str, TableSignals],
+    board: Board,
 ) -> None:
     """Hybrid retrieval per unit: a table earns the fused (RRF) score of its best column, relative to the best.
 

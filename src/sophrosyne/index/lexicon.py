@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
 
 from sophrosyne.base.words import expanded, stemmed, tokenize
 from sophrosyne.schema.catalog import Catalog
@@ -26,6 +30,50 @@ class Lexicon:
     visible: set[tuple[str, str]]  # (table, column) the caller may see
     join_columns: dict[tuple[str, str], str]  # foreign-key column -> the table it points at
     max_phrase_words: int = 1  # the most words a table or column spelling has
+
+    # Inverted maps, derived once per lexicon: a question looks its words up in them instead of visiting every
+    # table (a warehouse has thousands).
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Table -> its place in the catalog."""
+        return {t: i for i, t in enumerate(self.tables)}
+
+    @cached_property
+    def phrase_tables(self) -> dict[str, list[str]]:
+        """Spelling of a table's name -> the tables spelled so."""
+        found: dict[str, list[str]] = {}
+        for table, phrases in self.table_phrases.items():
+            for phrase in phrases:
+                found.setdefault(phrase, []).append(table)
+        return found
+
+    @cached_property
+    def compact_tables(self) -> dict[str, list[str]]:
+        """Spelling of a table's name without its spaces -> the tables spelled so."""
+        found: dict[str, list[str]] = {}
+        for table, phrases in self.table_phrases.items():
+            for phrase in phrases:
+                found.setdefault(phrase.replace(" ", ""), []).append(table)
+        return found
+
+    @cached_property
+    def word_rows(self) -> dict[str, npt.NDArray[np.int64]]:
+        """Word of `table_words` -> the places (in `tables`) of the tables that have it, in catalog order."""
+        found: dict[str, list[int]] = {}
+        for row, table in enumerate(self.tables):
+            for word in self.table_words.get(table, ()):
+                found.setdefault(word, []).append(row)
+        return {word: np.array(rows, np.int64) for word, rows in found.items()}
+
+    @cached_property
+    def table_array(self) -> npt.NDArray[np.object_]:
+        """`tables` as an array, to pick many by their places at once."""
+        return np.array(self.tables, dtype=object)
+
+    @cached_property
+    def column_phrases(self) -> dict[str, int]:
+        """Column spellings of several words -> their place among `columns`."""
+        return {p: i for i, p in enumerate(p for p in self.columns if " " in p)}
 
     def grams(self, text: str) -> set[str]:
         """Every run of up to `max_phrase_words` words of a normalised text: the spellings it may contain."""
