@@ -56,22 +56,29 @@ class Postings:
 
     def get(self, text: str) -> list[int]:
         """The ids holding `text`, in the order they were added; [] when none."""
+        position = self.find(text)
+        return [] if position < 0 else self.ids_of(position)
+
+    def find(self, text: str) -> int:
+        """The position of `text` in the table, -1 when it is not there."""
         raw = text.encode("utf-8", "surrogatepass")
         wanted = np.uint64(_hash(raw))
         i = int(np.searchsorted(self.hashes, wanted))
         while i < len(self.hashes) and self.hashes[i] == wanted:
             if self.blob[self.offsets[i] : self.offsets[i + 1]].tobytes() == raw:
-                return [int(x) for x in self.ids[self.starts[i] : self.starts[i + 1]]]
+                return i
             i += 1
-        return []
+        return -1
 
-    def items(self, order: npt.NDArray[np.int64] | None = None) -> Iterator[tuple[str, list[int]]]:
-        """Every string with its ids, in `order` (positions) or the table's own."""
-        offsets, starts = self.offsets.tolist(), self.starts.tolist()
+    def ids_of(self, position: int) -> list[int]:
+        return [int(x) for x in self.ids[self.starts[position] : self.starts[position + 1]]]
+
+    def texts(self, order: npt.NDArray[np.int64]) -> Iterator[tuple[int, str]]:
+        """Each string with its position, in `order` (positions)."""
+        offsets = self.offsets.tolist()
         blob = memoryview(self.blob)  # type: ignore[arg-type]
-        for i in range(len(self)) if order is None else order.tolist():
-            text = bytes(blob[offsets[i] : offsets[i + 1]]).decode("utf-8", "surrogatepass")
-            yield text, self.ids[starts[i] : starts[i + 1]].tolist()
+        for i in order.tolist():
+            yield i, bytes(blob[offsets[i] : offsets[i + 1]]).decode("utf-8", "surrogatepass")
 
     def nbytes(self) -> int:
         """Bytes the arrays take (in memory when built, in the file when mapped)."""
@@ -160,25 +167,23 @@ class PostingsBuilder:
         # Each id once per string, at its first place. A string's ids mostly come in rising order (columns
         # are read one after another): then a repeated id is next to itself.
         later = ~first[1:]
+        string_of = np.cumsum(first, dtype=np.int64) - 1  # per sorted pair: the string it belongs to
         if not (later & (ids[1:] < ids[:-1])).any():
             kept = np.ones(count, dtype=bool)
             kept[1:] = first[1:] | (ids[1:] != ids[:-1])
-            string_of = np.cumsum(first) - 1
-            held = np.bincount(string_of[kept], minlength=int(string_of[-1]) + 1)
         else:
-            string_of = np.cumsum(first) - 1
             _, places = np.unique(string_of * (int(ids.max()) + 1) + ids, return_index=True)
             kept = np.zeros(count, dtype=bool)
             kept[places] = True
-            held = np.bincount(string_of[kept], minlength=int(string_of[-1]) + 1)
+        held = np.bincount(string_of[kept], minlength=int(string_of[-1]) + 1)
         del later, string_of
         starts = np.zeros(len(held) + 1, np.int64)
         np.cumsum(held, out=starts[1:])
         first_pair = order[first]  # the first pair of each string, in insertion order: where its bytes are
-        lengths = np.frombuffer(self._lengths, dtype=np.uint32).astype(np.int64)
+        lengths = np.frombuffer(self._lengths, dtype=np.uint32)
         pair_offsets = np.zeros(count + 1, np.int64)
-        np.cumsum(lengths, out=pair_offsets[1:])
-        sizes = lengths[first_pair]
+        np.cumsum(lengths, dtype=np.int64, out=pair_offsets[1:])
+        sizes = lengths[first_pair].astype(np.int64)
         with memoryview(self._blob) as blob:
             joined = b"".join(
                 blob[b : b + n] for b, n in zip(pair_offsets[first_pair].tolist(), sizes.tolist(), strict=True)

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from sophrosyne.database import Database
 
 logger = logging.getLogger("sophrosyne.index")
-# The saved file's format: 1 was JSON of Python dicts (`<key>.json`); 2 is `postings.py`'s arrays, mapped.
-VALUES_VERSION = 2
+# The saved file's format: 1 was JSON of Python dicts (`<key>.json`); 3 is `postings.py`'s arrays, mapped,
+# with forms pointing at values (2, a draft of it, pointed them at columns).
+VALUES_VERSION = 3
 _OLDER = re.compile(r"^[0-9a-f]{24}\.(?:json|v\d+)$")  # a finished entry of some version, not a temp file
 
 
@@ -85,8 +86,8 @@ class ValueBudget:
 
 @dataclass
 class ValueIndex:
-    """Normalised distinct value -> the columns holding it, and each value's spelling-blind form -> the columns
-    holding a value of that form. Both are `Postings`: flat arrays, a binary search per lookup (a few µs),
+    """Normalised distinct value -> the columns holding it, and each value's spelling-blind form -> the values
+    of that form. Both are `Postings`: flat arrays, a binary search per lookup (a few µs),
     mapped from the cache file rather than read into Python objects."""
 
     columns: list[tuple[str, str]] = field(default_factory=list)
@@ -99,8 +100,16 @@ class ValueIndex:
     def lookup(self, literal: str, forms: bool = True) -> list[tuple[str, str]]:
         """Columns holding the literal as written (case and spacing aside), else (with `forms`) in another
         form of it."""
-        ids = self.values.get(normalize(literal)) or (self.forms.get(value_form(literal)) if forms else [])
+        ids = self.values.get(normalize(literal)) or (self.form_ids(value_form(literal)) if forms else [])
         return [self.columns[i] for i in ids]
+
+    def form_ids(self, form: str) -> list[int]:
+        """The columns holding a value of this spelling-blind form: each value's in the order the values were
+        read, each column once."""
+        held: list[int] = []
+        for position in self.forms.get(form):
+            held.extend(i for i in self.values.ids_of(position) if i not in held)
+        return held
 
     def __len__(self) -> int:
         return len(self.values)
@@ -198,14 +207,13 @@ class ValueIndex:
 
 
 def _forms_of(values: Postings, first_seen: npt.NDArray[np.int64]) -> Postings:
-    """Every value's spelling-blind form -> the columns holding it: values taken in the order they were read,
-    each column once per form, as they were first found."""
+    """Every value's spelling-blind form -> the values (their positions in `values`) of that form, in the order
+    the values were read: a form holds values, not columns, so it costs one pair per value."""
     forms = PostingsBuilder()
-    for value, ids in values.items(np.argsort(first_seen, kind="stable")):
+    for position, value in values.texts(np.argsort(first_seen, kind="stable")):
         form = value_form(value)
         if form:
-            for i in ids:
-                forms.add(form, i)
+            forms.add(form, position)
     return forms.finish()[0]
 
 
