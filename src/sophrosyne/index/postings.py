@@ -146,56 +146,65 @@ class PostingsBuilder:
 
     def finish(self) -> tuple[Postings, npt.NDArray[np.int64]]:
         """The table, and for each string (by position) the rank of its first pair: the order the strings
-        came in. Sorted by hash with a stable sort, so each string's pairs keep their order."""
+        came in. Sorted by hash with a stable sort, so each string's pairs keep their order. Each buffer is
+        let go as soon as it is used (a million pairs held 80 MB more at once): the builder is done after."""
         count = self.pairs
         if not count:
             return Postings.empty(), np.zeros(0, np.int64)
         digests = self._digest_view()
         order = np.argsort(digests[:, 0], kind="stable")
-        hashes = digests[order, 0]
-        seconds = digests[order, 1]
-        same = (hashes[1:] == hashes[:-1]) & (seconds[1:] == seconds[:-1])
-        if ((hashes[1:] == hashes[:-1]) & ~same).any():  # two strings share a 64-bit hash: order by all 16 bytes
+        hashes, seconds = digests[order, 0], digests[order, 1]
+        shared = hashes[1:] == hashes[:-1]
+        same = shared & (seconds[1:] == seconds[:-1])
+        if (shared & ~same).any():  # two strings share a 64-bit hash: order by all 16 bytes
             order = np.lexsort((np.arange(count), digests[:, 1], digests[:, 0]))
             hashes, seconds = digests[order, 0], digests[order, 1]
             same = (hashes[1:] == hashes[:-1]) & (seconds[1:] == seconds[:-1])
-        del seconds
+        del digests, seconds, shared
+        self._digests = bytearray()
         first = np.ones(count, dtype=bool)
         first[1:] = ~same
         del same
         ids = np.frombuffer(self._ids, dtype=np.int32)[order]
+        self._ids = array("i")
         # Each id once per string, at its first place. A string's ids mostly come in rising order (columns
         # are read one after another): then a repeated id is next to itself.
-        later = ~first[1:]
         string_of = np.cumsum(first, dtype=np.int64) - 1  # per sorted pair: the string it belongs to
-        if not (later & (ids[1:] < ids[:-1])).any():
+        if not (~first[1:] & (ids[1:] < ids[:-1])).any():
             kept = np.ones(count, dtype=bool)
             kept[1:] = first[1:] | (ids[1:] != ids[:-1])
         else:
             _, places = np.unique(string_of * (int(ids.max()) + 1) + ids, return_index=True)
             kept = np.zeros(count, dtype=bool)
             kept[places] = True
+            del places
         held = np.bincount(string_of[kept], minlength=int(string_of[-1]) + 1)
-        del later, string_of
+        del string_of
+        ids = ids[kept]
+        del kept
         starts = np.zeros(len(held) + 1, np.int64)
         np.cumsum(held, out=starts[1:])
         first_pair = order[first]  # the first pair of each string, in insertion order: where its bytes are
+        del order
+        hashes = hashes[first]
+        del first
         lengths = np.frombuffer(self._lengths, dtype=np.uint32)
-        pair_offsets = np.zeros(count + 1, np.int64)
-        np.cumsum(lengths, dtype=np.int64, out=pair_offsets[1:])
+        ends = np.cumsum(lengths, dtype=np.int64)
         sizes = lengths[first_pair].astype(np.int64)
+        begins = ends[first_pair] - sizes
+        del lengths, ends
+        self._lengths = array("I")
         with memoryview(self._blob) as blob:
-            joined = b"".join(
-                blob[b : b + n] for b, n in zip(pair_offsets[first_pair].tolist(), sizes.tolist(), strict=True)
-            )
+            joined = b"".join(blob[b : b + n] for b, n in zip(begins.tolist(), sizes.tolist(), strict=True))
+        self._blob = bytearray()
         offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
         table = Postings(
-            hashes=hashes[first].astype(np.uint64),
+            hashes=hashes.astype(np.uint64, copy=False),
             offsets=offsets,
             blob=np.frombuffer(joined, dtype=np.uint8),
             starts=starts,
-            ids=ids[kept],
+            ids=ids,
         )
         return table, first_pair
 
