@@ -268,3 +268,13 @@ def test_the_index_command_builds_what_a_server_loads_with_shards_and_undeclared
         assert len(list((cache / "schema").iterdir())) == 1
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 10_000])
+def test_documents_written_a_chunk_at_a_time_read_back_whole(index: SchemaIndex, tmp_path: Path, chunk: int) -> None:
+    from sophrosyne.index.schema_index import ColumnDoc, _write_docs
+
+    _write_docs(tmp_path / "docs.json", index.docs, chunk=chunk)
+    assert [ColumnDoc(*row) for row in json.loads((tmp_path / "docs.json").read_text())] == index.docs
+    _write_docs(tmp_path / "none.json", [], chunk=chunk)
+    assert json.loads((tmp_path / "none.json").read_text()) == []

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import bm25s
 import numpy as np
 import numpy.typing as npt
 
+from sophrosyne.base.memory import release_free_memory
 from sophrosyne.base.words import expanded, split_identifier, tokenize
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.cache import clean_stale, reason, tell_once, temp_prefix, unavailable
@@ -86,6 +87,18 @@ def column_documents(catalog: Catalog) -> list[ColumnDoc]:
         for table in catalog.tables.values()
         for c in table.columns
     ]
+
+
+def _write_docs(path: Path, docs: list[ColumnDoc], chunk: int = 10_000) -> None:
+    """The documents as one JSON list of rows, written a chunk at a time (one string of them all, at the end
+    of a build, was tens of MB more at the moment the build held the most)."""
+    with path.open("w") as out:
+        out.write("[")
+        for start in range(0, len(docs), chunk):
+            part = docs[start : start + chunk]
+            rows = [(d.table, d.column, d.readable_name, d.description, d.value_description) for d in part]
+            out.write(("," if start else "") + json.dumps(rows)[1:-1])
+        out.write("]")
 
 
 def table_order(docs: list[ColumnDoc]) -> str:
@@ -187,7 +200,7 @@ class SchemaIndex:
             self.vectors.save(tmp)
             # The documents apart from the manifest: a start reads them from its catalog when the order of
             # its tables is the one saved (JSON of 160,000 documents held 50 MB more at 20,000 tables).
-            (tmp / "docs.json").write_text(json.dumps([astuple(d) for d in self.docs]))
+            _write_docs(tmp / "docs.json", self.docs)
             manifest = {"key": self.key, "embedder": self.embedder.name, "order": table_order(self.docs)}
             (tmp / "manifest.json").write_text(json.dumps(manifest))
             if (folder / "manifest.json").exists():
@@ -312,6 +325,7 @@ def load_or_build(
         except (ConfigError, OSError, ValueError, KeyError):
             pass  # a damaged cache entry is rebuilt below
     index = SchemaIndex.build(catalog, embedder=embedder, progress=progress)
+    release_free_memory()
     try:
         index.save(folder)
     except OSError as exc:

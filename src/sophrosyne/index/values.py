@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlglot import exp
 
+from sophrosyne.base.memory import release_free_memory
 from sophrosyne.base.text import normalize
 from sophrosyne.base.words import stem
 from sophrosyne.index.cache import clean_stale, temp_prefix, unavailable
@@ -141,6 +142,7 @@ class ValueIndex:
         index.values, first_seen = held.finish()
         del held
         index.forms = _forms_of(index.values, first_seen)
+        release_free_memory()
         index.build_s = time.perf_counter() - started
         return index
 
