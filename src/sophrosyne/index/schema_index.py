@@ -41,7 +41,7 @@ class ColumnHit:
     score: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no __dict__ each: a warehouse has 160,000 of them
 class ColumnDoc:
     """What the index knows of one column."""
 
