@@ -119,6 +119,7 @@ def test_saved_index_is_mapped_and_versioned(tmp_path: Path) -> None:
     path = values_path(tmp_path, catalog)
     assert path.name.endswith(f".v{VALUES_VERSION}")
     index.save(path)
+    assert not index.values.hashes.flags.owndata and not index.forms.ids.flags.owndata  # saved: read from the file
     loaded = ValueIndex.load(path)
     assert loaded.columns == index.columns and loaded.complete == index.complete
     for name in ("hashes", "blob", "ids"):
