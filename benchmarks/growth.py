@@ -100,6 +100,7 @@ async def _one_start(database: Path, cache: Path, tables: list[str], repeats: in
         run["first_list_tables_s"] = round(time.perf_counter() - spawned, 3)
         text = _text(first)
         run["first_is_error"] = bool(first.is_error)
+        run["first_error"] = text[:300] if first.is_error else None  # what the agent was told instead
         run["first_has_directives"] = "irrelevant" in text.lower()
         run["first_note"] = next((line for line in text.splitlines() if any(w in line for w in NOT_READY)), None)
         run["memory_after_first"] = _memory_mb(pid)

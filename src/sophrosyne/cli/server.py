@@ -66,8 +66,10 @@ def serve(
     # Over stdio the handshake is answered at once, before the heavy imports below (see handshake.py).
     early = None if http else EarlyStdio(snapshot_path(sys.argv[1:]))
     from sophrosyne.serve.client_config import client_configuration, serve_arguments, server_command
-    from sophrosyne.serve.run import ServeSpec, serve_workers
+    from sophrosyne.serve.run import ServeSpec, collect_less_often, serve_workers
     from sophrosyne.serve.run import serve as run_server
+
+    collect_less_often()
 
     with reported():
         if workers > 1 and not http:

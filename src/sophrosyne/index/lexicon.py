@@ -119,6 +119,7 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
     declares = any(not fk.inferred for t in catalog.tables.values() for fk in t.foreign_keys)
     table_phrases: dict[str, list[str]] = {}
     value_words: dict[str, set[str]] = {}
+    visible: set[tuple[str, str]] = set()
     for table in catalog.tables.values():
         # A qualified warehouse name (`project.dataset.table`) is written in a question by its last part,
         # a date-sharded one without its date.
@@ -126,10 +127,13 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
         phrases = {stemmed(table.name), stemmed(short), stemmed(short.rstrip("0123456789_"))}
         table_phrases[table.name] = sorted(p for p in phrases if p)
         for column in table.columns:
+            # One tuple per column, held by every map below: a warehouse has 160,000 columns.
+            pair = (table.name, column.name)
+            visible.add(pair)
             spellings = {stemmed(column.name), stemmed(column.readable_name), stemmed(expanded(column.name))}
             for spelling in spellings - {""}:
-                columns.setdefault(spelling, []).append((table.name, column.name))
-            raw.setdefault(column.name.lower(), []).append((table.name, column.name))
+                columns.setdefault(spelling, []).append(pair)
+            raw.setdefault(column.name.lower(), []).append(pair)
             for word in set(tokenize(column.value_description)):
                 value_words.setdefault(word, set()).add(table.name)
         for fk in table.foreign_keys:
@@ -154,7 +158,6 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
         for t in catalog.tables.values()
     }
     name_words = set().union(*table_words.values()) if table_words else set()
-    visible = {(t.name, c.name) for t in catalog.tables.values() for c in t.columns}
     join_columns = {
         (t.name, c): ref.name
         for t in catalog.tables.values()

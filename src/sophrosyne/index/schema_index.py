@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import bm25s
 import numpy as np
 import numpy.typing as npt
 
+from sophrosyne.base.memory import release_free_memory
 from sophrosyne.base.words import expanded, split_identifier, tokenize
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.cache import clean_stale, reason, tell_once, temp_prefix, unavailable
@@ -40,7 +41,7 @@ class ColumnHit:
     score: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no __dict__ each: a warehouse has 160,000 of them
 class ColumnDoc:
     """What the index knows of one column."""
 
@@ -86,6 +87,32 @@ def column_documents(catalog: Catalog) -> list[ColumnDoc]:
         for table in catalog.tables.values()
         for c in table.columns
     ]
+
+
+def _write_docs(path: Path, docs: list[ColumnDoc], chunk: int = 10_000) -> None:
+    """The documents as one JSON list of rows, written a chunk at a time (one string of them all, at the end
+    of a build, was tens of MB more at the moment the build held the most)."""
+    with path.open("w") as out:
+        out.write("[")
+        for start in range(0, len(docs), chunk):
+            part = docs[start : start + chunk]
+            rows = [(d.table, d.column, d.readable_name, d.description, d.value_description) for d in part]
+            out.write(("," if start else "") + json.dumps(rows)[1:-1])
+        out.write("]")
+
+
+def table_order(docs: list[ColumnDoc]) -> str:
+    """A hash of the tables of `docs` in their order, with each one's count of columns."""
+    digest = hashlib.sha256()
+    previous, count = None, 0
+    for doc in docs:
+        if doc.table != previous:
+            if previous is not None:
+                digest.update(f"{previous}\0{count}\0".encode())
+            previous, count = doc.table, 0
+        count += 1
+    digest.update(f"{previous}\0{count}".encode())
+    return digest.hexdigest()
 
 
 def schema_key(catalog: Catalog, embedder_name: str) -> str:
@@ -140,18 +167,24 @@ class SchemaIndex:
         # The vocabulary in first-seen order: bm25s builds it from a set, whose order changes with Python's hash
         # seed, and so would the order in which a query's term scores are summed (the last bits of a score).
         vocab = {token: i for i, token in enumerate(dict.fromkeys(t for tokens in corpus for t in tokens))}
+        token_ids = [[vocab[t] for t in tokens] for tokens in corpus]
+        del corpus  # not held beside the ids while bm25s indexes them
         bm25 = bm25s.BM25()
-        bm25.index(([[vocab[t] for t in tokens] for tokens in corpus], vocab), show_progress=False)
+        bm25.index((token_ids, vocab), show_progress=False)
+        del token_ids
         if progress:
             progress("bm25", total, total)
-        chunks = []
-        texts = [d.embed_text for d in docs]
-        for start in range(0, len(texts), batch_size):
-            chunks.append(embedder.embed(texts[start : start + batch_size]))
+        # Each batch written into one matrix: batches joined at the end held the matrix twice for a moment
+        # (155 MB more at 20,000 tables).
+        matrix = np.zeros((0, 1), np.float32)
+        for start in range(0, total, batch_size):
+            batch = embedder.embed([d.embed_text for d in docs[start : start + batch_size]])
+            if not start:
+                matrix = np.empty((total, batch.shape[1]), np.float32)
+            matrix[start : start + len(batch)] = batch
             if progress:
                 progress("embed", min(start + batch_size, total), total)
-        dim = chunks[0].shape[1] if chunks else 1
-        vectors = VectorIndex(np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32))
+        vectors = VectorIndex(matrix)
         index = cls(docs, bm25, vectors, embedder, schema_key(catalog, embedder.name))
         index.build_s = time.perf_counter() - started
         return index
@@ -165,7 +198,10 @@ class SchemaIndex:
         try:
             self.bm25.save(str(tmp / "bm25"), show_progress=False)
             self.vectors.save(tmp)
-            manifest = {"key": self.key, "embedder": self.embedder.name, "docs": [asdict(d) for d in self.docs]}
+            # The documents apart from the manifest: a start reads them from its catalog when the order of
+            # its tables is the one saved (JSON of 160,000 documents held 50 MB more at 20,000 tables).
+            _write_docs(tmp / "docs.json", self.docs)
+            manifest = {"key": self.key, "embedder": self.embedder.name, "order": table_order(self.docs)}
             (tmp / "manifest.json").write_text(json.dumps(manifest))
             if (folder / "manifest.json").exists():
                 shutil.rmtree(folder, ignore_errors=True)  # a stale or damaged entry of the same key
@@ -179,7 +215,9 @@ class SchemaIndex:
             shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
-    def load(cls, folder: Path, embedder: Embedder | None = None) -> SchemaIndex:
+    def load(cls, folder: Path, embedder: Embedder | None = None, docs: list[ColumnDoc] | None = None) -> SchemaIndex:
+        """The saved index. `docs`, the documents of the catalog the caller holds, are taken as the saved ones
+        when their tables come in the saved order (the key, checked by the caller, vouches for the rest)."""
         folder = Path(folder)
         try:
             manifest = json.loads((folder / "manifest.json").read_text())
@@ -191,7 +229,10 @@ class SchemaIndex:
                 f"the index in {folder} was built with {manifest['embedder']}, not {embedder.name}.",
                 hint="Rebuild it with `sophrosyne index DB` or pass the same embedder.",
             )
-        docs = [ColumnDoc(**d) for d in manifest["docs"]]
+        if "docs" in manifest:  # saved before the documents had a file of their own
+            docs = [ColumnDoc(**d) for d in manifest["docs"]]
+        elif docs is None or table_order(docs) != manifest["order"]:
+            docs = [ColumnDoc(*d) for d in json.loads((folder / "docs.json").read_text())]
         bm25 = bm25s.BM25.load(str(folder / "bm25"), show_progress=False)
         return cls(docs, bm25, VectorIndex.load(folder), embedder, manifest["key"])
 
@@ -278,12 +319,13 @@ def load_or_build(
     clean_stale(folder.parent)
     if (folder / "manifest.json").exists():
         try:
-            index = SchemaIndex.load(folder, embedder)
+            index = SchemaIndex.load(folder, embedder, column_documents(catalog))
             if index.key == key:
                 return index
         except (ConfigError, OSError, ValueError, KeyError):
             pass  # a damaged cache entry is rebuilt below
     index = SchemaIndex.build(catalog, embedder=embedder, progress=progress)
+    release_free_memory()
     try:
         index.save(folder)
     except OSError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -26,6 +27,16 @@ from sophrosyne.settings import Settings
 from sophrosyne.sources import Sources, load_sources
 
 logger = logging.getLogger("sophrosyne.server")
+# Allocations between two collections of the cyclic collector's youngest generation in a server (Python's
+# default is 700). A start builds millions of objects that live as long as the server (catalog, indexes,
+# lexicon), and collecting every 700 of them cost a third of a cached start's CPU at 20,000 tables
+# (6.4 -> 5.1 s to the first directives); nothing a server holds relies on prompt collection of cycles.
+SERVER_GC_THRESHOLD = 50_000
+
+
+def collect_less_often() -> None:
+    """Set the server's collector threshold (before the schema and indexes are read)."""
+    gc.set_threshold(SERVER_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def serve(
@@ -122,6 +133,7 @@ def serve_workers(spec: ServeSpec, workers: int) -> None:
 
 def http_app() -> Starlette:
     """The ASGI app of one HTTP worker, built from the spec its parent process left in the environment."""
+    collect_less_often()  # a worker process is a server of its own
     spec = ServeSpec.model_validate_json(os.environ[SPEC_VARIABLE])
     sources = spec.open()
     for env in sources.environments.values():
