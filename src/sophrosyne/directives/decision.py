@@ -209,6 +209,11 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
         elif not relevant & value_holders:
             best = max(scores[t] for t in value_holders)
             relevant |= {t for t in value_holders if scores[t] == best}
+    # A table the question names by a word WordNet relates to its name ("vessels" for `Ship`) is kept, when
+    # at most `thesaurus_holders` tables have that word in their names. A related word never flags a table.
+    for named in scored.synonym_groups:
+        if len(named) <= settings.thesaurus_holders:
+            relevant |= set(named)
     if relevant and settings.keep_best:
         relevant.add(max(scores, key=lambda t: scores[t]))
     if relevant:
