@@ -77,3 +77,11 @@ def test_a_table_named_by_a_related_word_is_kept_never_flagged() -> None:
 
 def test_no_thesaurus_where_wordnet_is_not_installed(tmp_path: Path) -> None:
     assert load_thesaurus(tmp_path) is None
+
+
+def test_a_related_noun_with_of_is_read_by_the_noun_it_opens_with() -> None:
+    catalog = Catalog(tables={"course": Table("course", [Column("Title", "TEXT")]), "study": Table("study", [])})
+    # "curriculum" is "course of study" in WordNet: a course, not a study.
+    assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), wordnet(), 1, 3) == {
+        "curriculum": ["course"]
+    }

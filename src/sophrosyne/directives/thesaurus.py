@@ -158,7 +158,8 @@ def schema_synonyms(
             continue
         named = set()
         for related in thesaurus.related(lemma, senses):
-            parts = [stem(w) for w in words(related)]
+            # "course of study" is a course: a noun phrase with "of" is read by the noun it opens with.
+            parts = [stem(w) for w in words(related.split(" of ", 1)[0])]
             if parts and all(p in targets for p in parts):
                 named.update(parts)
         named -= said  # a word the question says already names what it names
