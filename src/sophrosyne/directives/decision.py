@@ -12,6 +12,7 @@ from typing import overload
 from sophrosyne.directives.inference import LLMColumnInference
 from sophrosyne.directives.knowledge import Knowledge, knowledge_text, with_inferred_columns
 from sophrosyne.directives.model import DirectiveSettings
+from sophrosyne.directives.pairs import keep_pairs
 from sophrosyne.directives.scoring import TableScores, score_tables
 from sophrosyne.directives.units import Units, tie_twins
 from sophrosyne.index.lexicon import Lexicon
@@ -209,6 +210,15 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
         elif not relevant & value_holders:
             best = max(scores[t] for t in value_holders)
             relevant |= {t for t in value_holders if scores[t] == best}
+    # A table the question names by a word WordNet relates to its name ("vessels" for `Ship`) is kept, when
+    # at most `thesaurus_holders` tables have that word in their names. A related word never flags a table.
+    for named in scored.synonym_groups:
+        if len(named) <= settings.thesaurus_holders:
+            relevant |= set(named)
+    # A code/title dictionary and its fact table (`D_ICD_DIAGNOSES`, `DIAGNOSES_ICD`) go together: "the
+    # diagnosis" may need either, and the join between them is the code.
+    if settings.keep_pairs:
+        relevant = keep_pairs(relevant, scored.lexicon)
     if relevant and settings.keep_best:
         relevant.add(max(scores, key=lambda t: scores[t]))
     if relevant:

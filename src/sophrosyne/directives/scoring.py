@@ -19,6 +19,13 @@ from sophrosyne.directives.knowledge import (
 )
 from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.signals import Board, TableSignals, name_signals, retrieval_signals, value_signals
+from sophrosyne.directives.thesaurus import (
+    in_schema_words,
+    load_thesaurus,
+    schema_synonyms,
+    tables_named,
+    with_schema_words,
+)
 from sophrosyne.directives.units import Units, shards_named
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
@@ -44,6 +51,8 @@ class TableScores:
     question_words: int = 0  # content words of the question: a long one is held to a lower threshold
     schemas: dict[str, str] = field(default_factory=dict)  # table -> its schema, in a catalog of several
     named_schemas: set[str] = field(default_factory=set)  # schemas the question names ("World Bank data")
+    # Per question phrase the thesaurus relates to schema words, the tables whose name has one of them.
+    synonym_groups: list[list[str]] = field(default_factory=list)
 
     @property
     def scores(self) -> dict[str, float]:
@@ -99,15 +108,30 @@ def _score_tables(
         for t in named:
             board[t].note("value_mention", 1.0 / len(named), "the question names one of its shards")
     asked = question_units(question)
+    related: dict[str, list[str]] = {}
+    synonym_groups: dict[str, list[str]] = {}
     if settings.synonyms:
         found = synonyms(question, lexicon, index, settings.synonym_similarity)
+        thesaurus = load_thesaurus() if settings.thesaurus else None
+        if thesaurus is not None:
+            related = schema_synonyms(
+                question,
+                lexicon,
+                thesaurus,
+                settings.thesaurus_senses,
+                settings.thesaurus_max_senses,
+            )
+            found += [w for named in related.values() for w in named if w not in found]
+            synonym_groups = tables_named(related, lexicon)
+            # ... and each run of its words with the schema's words for its phrases: "vessels (ship)".
+            asked[1:] = [with_schema_words(unit, related) for unit in asked[1:]]
         if found:
             # The question is also searched with the schema's words for its own: "trophy" as `awards`.
             asked[0] = f"{question} ({' '.join(found)})"
     # A document's passages are searched whole: clause by clause, 16 passages made 150 searches a question.
     searched = chosen if chosen is not None else knowledge_units(text)
     retrieval_signals(searched, asked, index, lexicon, settings.rrf_k, board)
-    coverage = _table_features(question, has_knowledge, lexicon, board)
+    coverage = _table_features(question, has_knowledge, lexicon, board, related)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.own():
         entry.score = probability(entry.features, weights)
@@ -130,6 +154,7 @@ def _score_tables(
         question_words=len(tokenize_words(question)),
         schemas=schemas if several else {},
         named_schemas=_named_schemas(question, set(names)) if several else set(),
+        synonym_groups=list(synonym_groups.values()),
     )
 
 
@@ -212,8 +237,11 @@ def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[
     return relevant_passages(question, document, similarity, keep=keep, max_chars=keep * 600, parts=parts)
 
 
-def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board: Board) -> float:
+def _table_features(
+    question: str, has_knowledge: bool, lexicon: Lexicon, board: Board, related: dict[str, list[str]]
+) -> float:
     """Features of a table among the others (ranks, word coverage, neighbours); returns the question's coverage.
+    Words are counted in the schema's words where the thesaurus relates them (`related`).
 
     Tables with a signal of their own or a named neighbour are given features one by one; the features of the
     others depend only on how many of the question's words they have (how many no other table has, how many
@@ -226,7 +254,7 @@ def _table_features(question: str, has_knowledge: bool, lexicon: Lexicon, board:
         ranked.sort(key=lambda te: (-te[1].features[feature], position[te[0]]))
         for rank, (_, entry) in enumerate(ranked, start=1):
             entry.features[rank_feature] = 1.0 / rank
-    content = tokenize(question)
+    content = in_schema_words(question, related)
     coverage = sum(w in lexicon.name_words for w in content) / len(content) if content else 0.0
     words = sorted(set(content))
     empty = np.zeros(0, np.int64)
