@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -190,7 +191,9 @@ def print_report(result: dict[str, Any]) -> None:
         curve.add_row(cell_text(point["threshold"]), *cells)
     console.print(curve)
     if result["skipped"]:
+        # Each reason by its kind (the words before any detail), most frequent first.
+        kinds = Counter(str(s.get("error", "unknown")).split(":")[0] for s in result["skipped"])
+        said = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
         console.print(
-            f"[yellow]{len(result['skipped'])} question(s) skipped: gold SQL does not parse or reads tables "
-            "without a schema (reasons in the JSON report).[/]"
+            f"[yellow]{len(result['skipped'])} question(s) skipped: {escape(said)} (each reason in the JSON report).[/]"
         )
