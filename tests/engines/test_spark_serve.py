@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 
+from fixtures.adversarial import CASES
 from fixtures.engines import ROWS
-from fixtures.policies import POLICY, ROLE, comparable, in_scope
+from fixtures.policies import POLICY, ROLE, comparable, in_scope, leaked
 from fixtures.serving import Session, connected, stdio_params, text_of
 from fixtures.spark import hr_database, load_demo
 from sophrosyne.environment import Environment
+from sophrosyne.errors import SophrosyneError
 from sophrosyne.sql.policy import Role, TableRule
 
 pytestmark = pytest.mark.spark
@@ -190,3 +192,29 @@ def test_a_transparent_role_gives_the_same_rows_as_no_role(full: Environment) ->
         plain = sorted(map(repr, full.execute_sql(sql, limit=1000).rows))
         secured = role.execute_sql(sql, limit=1000)
         assert sorted(map(repr, secured.rows)) == plain, sql
+
+
+def test_the_adversarial_corpus_reaches_no_data_on_spark(full: Environment) -> None:
+    # The corpus the other engines run (tests/security/test_sec_adversarial.py), with Spark's backquotes and
+    # its database as the schema: refused with a reason, or rows that hold no value the role may not see.
+    schema = full.db.display_url.rsplit("/", 1)[1].split("?")[0]
+    tables = ("departments", "employees", "absence_records", "notes", "order_details")
+    counts = {t: full.execute_sql(f"SELECT COUNT(*) AS n FROM {t}").rows for t in tables}
+    ops = full.for_role(ROLE)
+    leaks, silent, answered = [], [], 0
+    for template in CASES:
+        sql = template.replace("{q}", "`").replace("{schema}", schema)
+        try:
+            result = ops.execute_sql(sql)
+        except SophrosyneError as error:
+            if not error.message.strip():
+                silent.append(sql)
+            continue
+        answered += 1
+        if found := leaked(result.rows):
+            leaks.append((sql, found[:3]))
+    print(f"spark: {answered} of {len(CASES)} adversarial statements answered, the rest refused")
+    assert leaks == []
+    assert silent == []
+    assert answered >= 30  # the corpus reached Spark: it is not all refused before it runs
+    assert {t: full.execute_sql(f"SELECT COUNT(*) AS n FROM {t}").rows for t in tables} == counts
