@@ -50,6 +50,33 @@ def fit(result: R, budget: int) -> R:
     return cut
 
 
+def most_that_fit(cost: Callable[[int], int], budget: int, most: int) -> int:
+    """The largest count in 0..`most` whose `cost` (tokens, growing with the count) is within `budget`; 0 when
+    none is. Each guess is interpolated from the costs measured at the two ends (entries cost about the same,
+    so two or three measures find it), every other one halves instead, so it never takes more than twice
+    the measures of a bisection."""
+    high_cost = cost(most)
+    if high_cost <= budget:
+        return most
+    low, high, low_cost = 0, most, None
+    step = 0
+    while high - low > 1:
+        if low_cost is None:
+            low_cost = cost(0) if low == 0 else budget
+        if step % 2 == 0 and high_cost > low_cost:
+            guess = low + int((budget - low_cost) * (high - low) / (high_cost - low_cost))
+        else:
+            guess = (low + high) // 2
+        mid = min(max(guess, low + 1), high - 1)
+        measured = cost(mid)
+        if measured <= budget:
+            low, low_cost = mid, measured
+        else:
+            high, high_cost = mid, measured
+        step += 1
+    return low
+
+
 # -- cutting lists ---------------------------------------------------------------------------------------------
 
 

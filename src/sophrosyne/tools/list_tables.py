@@ -16,7 +16,7 @@ from sophrosyne.errors import CacheUnavailable, InvalidArgument, NotReady, Query
 from sophrosyne.schema.catalog import Catalog, ForeignKey, Table, TableGroup, group_tables
 from sophrosyne.tools.arguments import MAX_TERM_CHARS, cut_for_directives
 from sophrosyne.tools.base import Context, Result, Screen, join_notes, rows_text
-from sophrosyne.tools.budget import cut_lists, fit, fits
+from sophrosyne.tools.budget import cut_lists, fit, measure, most_that_fit
 
 
 class TableSummary(Result):
@@ -280,16 +280,8 @@ def page(
         result.cut = _next_page(offset, count, total, pattern)
         return result
 
-    low, high = 0, most
-    if not fits(build(high), budget):
-        while low < high:  # the most entries that fit, with the note they need
-            mid = (low + high + 1) // 2
-            if fits(build(mid), budget):
-                low = mid
-            else:
-                high = mid - 1
-        high = low
-    result = build(high)
+    # The most entries that fit, with the note they need.
+    result = build(most_that_fit(lambda count: measure(build(count)), budget, most))
     if offset >= total and total:
         result.note = f"offset {offset} is past the last of the {total} entries; start again at offset 0."
     elif not total and pattern:
