@@ -96,6 +96,18 @@ def cut_lists(result: BaseModel, fields: list[str], budget: int, note: Callable[
         note(dict(keep))
         return fits(result, budget)
 
+    if len(fields) == 1:  # one list: its count found by interpolation (most_that_fit)
+        (only,) = fields
+
+        def cost(count: int) -> int:
+            keep[only] = count
+            setattr(result, only, full[only][:count])
+            note(dict(keep))
+            return measure(result)
+
+        keep[only] = most_that_fit(cost, budget, keep[only])
+        apply()
+        return
     last: str | None = None
     before = 0
     while not apply() and any(keep.values()):
