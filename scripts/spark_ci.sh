@@ -25,11 +25,12 @@ RUN=$(mktemp -d)
 # The pip package has no start-thriftserver.sh: the server's class is submitted as sbin's script would.
 # local-cluster[1,2,1024]: one worker with the machine's two cores, its executor a JVM apart from the driver (with
 # local[2] one query that exhausts the memory stops the SparkContext for good; docs/policy.md); 512 MB each.
-"$SPARK_HOME/bin/spark-submit" --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 \
+# From the run folder: the server writes derby.log (and any metastore) into its working directory.
+(cd "$RUN" && exec "$SPARK_HOME/bin/spark-submit" --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 \
   --master 'local-cluster[1,2,1024]' --driver-memory 512m --conf spark.executor.memory=512m --conf spark.ui.enabled=false \
   --conf spark.sql.catalogImplementation=in-memory --conf "spark.sql.warehouse.dir=$RUN/warehouse" \
   --hiveconf hive.server2.thrift.bind.host=127.0.0.1 --hiveconf hive.server2.thrift.port=$PORT \
-  spark-internal >"$RUN/thrift.log" 2>&1 &
+  spark-internal >"$RUN/thrift.log" 2>&1) &
 SERVER=$!
 stop() {
   kill "$SERVER" 2>/dev/null || true
