@@ -9,6 +9,7 @@ the cause is logged once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -128,11 +129,16 @@ def read_json(path: Path) -> Any:
 def write_json(path: Path, data: Any) -> None:
     """Write a JSON entry through a temp file of this process renamed into place (a reader never sees half
     of one); a cache that cannot be written is told once and left as it is."""
+    temp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         clean_stale(path.parent)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=temp_prefix(path), delete=False) as out:
+            temp = out.name
             json.dump(data, out, separators=(",", ":"))
-        os.replace(out.name, path)
+        os.replace(temp, path)
     except OSError as exc:
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)  # a full disk keeps no half-written entry
         tell_once(f"could not save {path.parent.name} in {path.parent.parent} ({reason(exc)}): redone on each start")
