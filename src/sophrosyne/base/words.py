@@ -153,6 +153,7 @@ ABBREVIATIONS = {
 }
 
 
+@lru_cache(maxsize=65536)  # called per column of the lexicon: a warehouse repeats its column names
 def expanded(name: str) -> str:
     """An identifier's words with its abbreviations spelled out (`ship_dt` -> "ship date"), or "" when
     it has none."""

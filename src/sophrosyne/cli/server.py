@@ -65,9 +65,7 @@ def serve(
 
     # Over stdio the handshake is answered at once, before the heavy imports below (see handshake.py).
     early = None if http else EarlyStdio(snapshot_path(sys.argv[1:]))
-    from sophrosyne.serve.client_config import client_configuration, serve_arguments, server_command
-    from sophrosyne.serve.run import ServeSpec, collect_less_often, serve_workers
-    from sophrosyne.serve.run import serve as run_server
+    from sophrosyne.serve.spec import ServeSpec, collect_less_often
 
     collect_less_often()
 
@@ -96,7 +94,16 @@ def serve(
         opened = spec.open()
         spec.drain_s = opened.settings.limits.timeout_s + 1
         for env in opened.environments.values():
-            env.start_reading()
+            # In one process the schema is read and the directive indexes loaded from now on, while the MCP SDK
+            # is imported below (the handshake was answered early, over stdio); HTTP workers warm their own.
+            if workers <= 1:
+                env.warm()
+            else:
+                env.start_reading()
+        from sophrosyne.serve.client_config import client_configuration, serve_arguments, server_command
+        from sophrosyne.serve.run import serve as run_server
+        from sophrosyne.serve.run import serve_workers
+
         if allow_python:
             from sophrosyne.sandbox.executor import check_sandbox
 

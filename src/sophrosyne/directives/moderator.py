@@ -80,7 +80,11 @@ class Moderator:
         return _ready(self._prepared, "join inference", self.settings, len(self.catalog.tables))
 
     def _prepare(self) -> PreparedSchema:
-        return prepare_schema(self.catalog, self.fetch, self.probe, budget_s=self.settings.reading.join_inference_s)
+        # Joins confirmed through a restricted role's secured path are its own: only a shared role's are saved.
+        cache = self.settings.paths.cache_dir if self.shared else None
+        return prepare_schema(
+            self.catalog, self.fetch, self.probe, budget_s=self.settings.reading.join_inference_s, cache_dir=cache
+        )
 
     def _build_index(self) -> SchemaIndex:
         prepared = self._prepared.wait(None)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sophrosyne.database import open_database
-from sophrosyne.index.cache import unavailable
+from sophrosyne.index.cache import joins_folder, unavailable
 from sophrosyne.index.embedders import embedder_named
 from sophrosyne.index.schema_index import Progress, index_folder, load_or_build
 from sophrosyne.index.values import ValueBudget, load_or_build_values, values_path
@@ -57,6 +57,7 @@ def index_database(
         folder = index_folder(settings.paths.cache_dir, columns, embedder)
         if rebuild:
             shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(joins_folder(settings.paths.cache_dir), ignore_errors=True)  # confirmed by the old data
             try:
                 values_path(settings.paths.cache_dir, catalog).unlink(missing_ok=True)
             except OSError as exc:

@@ -9,13 +9,17 @@ the cause is logged once.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from sophrosyne.errors import CacheUnavailable
 
@@ -103,3 +107,38 @@ def unavailable(what: str, where: Path | None, exc: OSError, done: str = "saved"
         f"{what} could not be {done} {place}: {reason(exc)}.",
         hint="Set SOPHROSYNE_CACHE_DIR (cache_dir) to a writable folder with free space.",
     )
+
+
+def joins_path(cache_dir: Path, key: str) -> Path:
+    """Where the joins inferred for a schema of this key (`schema.joins.joins_key`) are kept."""
+    return joins_folder(cache_dir) / f"{key[:24]}.json"
+
+
+def joins_folder(cache_dir: Path) -> Path:
+    return Path(cache_dir) / "joins"
+
+
+def read_json(path: Path) -> Any:
+    """A cached JSON entry, or None when there is none or it cannot be read (a damaged one is redone)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write a JSON entry through a temp file of this process renamed into place (a reader never sees half
+    of one); a cache that cannot be written is told once and left as it is."""
+    temp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(path.parent)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=temp_prefix(path), delete=False) as out:
+            temp = out.name
+            json.dump(data, out, separators=(",", ":"))
+        os.replace(temp, path)
+    except OSError as exc:
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)  # a full disk keeps no half-written entry
+        tell_once(f"could not save {path.parent.name} in {path.parent.parent} ({reason(exc)}): redone on each start")

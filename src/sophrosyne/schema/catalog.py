@@ -108,11 +108,20 @@ class Catalog:
         default=None, init=False, repr=False, compare=False
     )
 
+    # Lower-cased name -> name, made at the first lookup that is not exact, remade when tables come or go: a
+    # miss (a key to a table folded into its shard group, or not visible) scanned every table each time.
+    _lowered: tuple[int, dict[str, str]] | None = field(default=None, init=False, repr=False, compare=False)
+
     def table(self, name: str) -> Table | None:
         if name in self.tables:
             return self.tables[name]
-        lowered = name.lower()
-        return next((t for t in self.tables.values() if t.name.lower() == lowered), None)
+        if self._lowered is None or self._lowered[0] != len(self.tables):
+            names: dict[str, str] = {}
+            for t in self.tables:
+                names.setdefault(t.lower(), t)
+            self._lowered = (len(self.tables), names)
+        found = self._lowered[1].get(name.lower())
+        return self.tables.get(found) if found is not None else None
 
     @property
     def table_names(self) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ KEY_WORDS = frozenset({"id", "key", "code", "cd", "no", "num", "nbr", "number", 
 _GENERIC = frozenset({"id", "key", "code", "no", "num", "number", "type", "status", "name"})
 _PREFIXES = frozenset({"dim", "fact", "fct", "tbl", "ref", "lkp", "lu", "stg", "raw", "src", "d", "f", "t"})
 MAX_SHARED_HOLDERS = 8  # a key name held by more tables than this is too common to join them all pairwise
+JOINS_VERSION = 1  # bumped when inference changes what it finds: a saved inference of another version is redone
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,43 @@ class JoinInference:
     rejected: int = 0  # candidates whose values were checked and not found
     unchecked: int = 0  # candidates left on names alone (no data reachable, or out of time)
     note: str = ""
+    complete: bool = True  # False when the time budget ran out before every candidate was checked
+
+    def as_dict(self) -> dict[str, Any]:
+        """The inference as JSON data, for the cache (`from_dict` reads it back)."""
+        joins = [
+            [j.table, list(j.columns), j.ref_table, list(j.ref_columns), j.confidence, j.evidence] for j in self.joins
+        ]
+        counts = {"confirmed": self.confirmed, "rejected": self.rejected, "unchecked": self.unchecked}
+        return {"joins": joins, **counts, "note": self.note, "complete": self.complete}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JoinInference:
+        joins = [
+            InferredJoin(t, tuple(c), r, tuple(rc), float(conf), str(ev)) for t, c, r, rc, conf, ev in data["joins"]
+        ]
+        return cls(
+            joins,
+            int(data["confirmed"]),
+            int(data["rejected"]),
+            int(data["unchecked"]),
+            str(data["note"]),
+            bool(data["complete"]),
+        )
+
+
+def joins_key(catalog: Catalog, checked: bool, sample_size: int = 50) -> str:
+    """A hash of everything join inference reads: each table's name and kind, its columns (name, type, key)
+    in their order, its primary and foreign keys, in catalog order (among equally sure candidates the first
+    found wins); and whether values were checked. A table or column added, a type changed or a key declared
+    changes it, so a saved inference is never reused for another schema (data changes do not: as for the value
+    index, `sophrosyne index --rebuild` reads them again)."""
+    digest = hashlib.sha256(repr((JOINS_VERSION, checked, sample_size)).encode())
+    for t in catalog.tables.values():
+        columns = [(c.name, c.type, c.primary_key) for c in t.columns]
+        keys = [(fk.columns, fk.ref_table, fk.ref_columns, fk.inferred) for fk in t.foreign_keys]
+        digest.update(repr((t.name, t.kind, columns, t.primary_key, keys)).encode())
+    return digest.hexdigest()
 
 
 def type_family(type_name: str) -> str:
@@ -288,6 +327,7 @@ def infer_joins(
         if time.monotonic() > deadline:
             result.joins.append(join)
             result.unchecked += 1
+            result.complete = False
             continue
         try:
             values = [v for v in sample(join.table, join.columns[0], sample_size) if v is not None]
@@ -313,7 +353,7 @@ def infer_joins(
             result.rejected += 1
     result.note = (
         f"{result.confirmed} confirmed by values, {result.rejected} rejected, {result.unchecked} on names alone"
-        + (" (time budget reached)" if time.monotonic() > deadline else "")
+        + ("" if result.complete else " (time budget reached)")
     )
     return result
 

@@ -3,40 +3,28 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import signal
-from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel
 from starlette.applications import Starlette
 
 from sophrosyne.environment import Environment
-from sophrosyne.errors import ConfigError
 from sophrosyne.serve.calls import Calls
 from sophrosyne.serve.changes import SchemaChanges
 from sophrosyne.serve.connections import ACCEPT_BACKLOG, ConnectionLimits, GuardedH11Protocol, raise_descriptor_limit
 from sophrosyne.serve.handshake import EarlyStdio
 from sophrosyne.serve.health import SourceWatch
 from sophrosyne.serve.server import build_server
-from sophrosyne.settings import Settings
-from sophrosyne.sources import Sources, load_sources
+from sophrosyne.serve.spec import SERVER_GC_THRESHOLD, ServeSpec, collect_less_often
+from sophrosyne.sources import Sources
+
+__all__ = ["SERVER_GC_THRESHOLD", "ServeSpec", "collect_less_often", "http_app", "serve", "serve_workers"]
 
 logger = logging.getLogger("sophrosyne.server")
-# Allocations between two collections of the cyclic collector's youngest generation in a server (Python's
-# default is 700). A start builds millions of objects that live as long as the server (catalog, indexes,
-# lexicon), and collecting every 700 of them cost a third of a cached start's CPU at 20,000 tables
-# (6.4 -> 5.1 s to the first directives); nothing a server holds relies on prompt collection of cycles.
-SERVER_GC_THRESHOLD = 50_000
-
-
-def collect_less_often() -> None:
-    """Set the server's collector threshold (before the schema and indexes are read)."""
-    gc.set_threshold(SERVER_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def serve(
@@ -73,40 +61,6 @@ def serve(
 def _changes_every_s(sources: Sources) -> float:
     """How often the tables are looked at for clients: as often as the schema is checked, at most once a second."""
     return max(1.0, sources.settings.reading.schema_check_s)
-
-
-class ServeSpec(BaseModel):
-    """What `sophrosyne serve` was asked, so that each HTTP worker process opens the same sources."""
-
-    db: str | None = None
-    sources: Path | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    config: Path | None = None
-    descriptions: Path | None = None
-    policy: Path | None = None
-    role: str | None = None
-    directives: str | None = None
-    audit_log: Path | None = None
-    allow_python: bool = False
-    drain_s: float = 11.0
-
-    def open(self) -> Sources:
-        """The sources file's databases, or the one database given."""
-        settings = Settings.load(
-            self.config, policy_file=self.policy, directives=self.directives, audit_log=self.audit_log
-        )
-        if self.sources is not None:
-            if self.policy is not None or self.role is not None or self.descriptions is not None:
-                raise ConfigError(
-                    "with --sources, each source names its own policy, role and descriptions.",
-                    hint="Set policy, role and descriptions per source in the sources file.",
-                )
-            return Sources.open(load_sources(self.sources), settings, probe=False)
-        env = Environment.open(
-            self.db or "", settings=settings, descriptions=self.descriptions, role_name=self.role, probe=False
-        )
-        return Sources.single(env)
 
 
 SPEC_VARIABLE = "SOPHROSYNE_SERVE_SPEC"

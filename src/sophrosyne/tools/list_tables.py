@@ -268,12 +268,15 @@ def page(
     # Each line costs at least this much: more can never fit, and measuring them would only cost time.
     most = min(len(rest), max(1, budget * CHARS_PER_TOKEN // 24))
     schemas = schema_lines(catalog)
+    # Each line is made once: the search below builds listings of many lengths from the same lines (at 5,000
+    # tables, making them again for each length was most of a first answer's listing).
+    lines = [summary(e.table, (inferred or {}).get(e.table.name)) if e.table is not None else None for e in rest[:most]]
+    groups = [group_info(catalog, e.group) if e.group is not None else None for e in rest[:most]]
 
     def build(count: int) -> TableList:
-        chosen = rest[:count]
         result = listing(
-            [summary(e.table, (inferred or {}).get(e.table.name)) for e in chosen if e.table is not None],
-            [group_info(catalog, e.group) for e in chosen if e.group is not None],
+            [line for line in lines[:count] if line is not None],
+            [group for group in groups[:count] if group is not None],
         )
         result.total, result.offset = total, offset
         result.schemas = schemas
