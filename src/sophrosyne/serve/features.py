@@ -203,13 +203,15 @@ class Notices:
         token = meta.get("progressToken", meta.get("progress_token"))
         name = str((ctx.params or {}).get("name", "?"))
         started = time.monotonic()
-        async with anyio.create_task_group() as group:
-            if token is not None:
+        if token is None:  # no progress asked for: no task group (its cancel scope costs each call)
+            result = await call_next(ctx)
+        else:
+            async with anyio.create_task_group() as group:
                 group.start_soon(self._progress, ctx, token, name, started)
-            try:
-                result = await call_next(ctx)
-            finally:
-                group.cancel_scope.cancel()
+                try:
+                    result = await call_next(ctx)
+                finally:
+                    group.cancel_scope.cancel()
         seconds = time.monotonic() - started
         # The result as it goes on the wire (a dict by now, camelCase keys).
         answer = result if isinstance(result, dict) else {}
