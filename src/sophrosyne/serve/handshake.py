@@ -10,7 +10,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ class EarlyStdio:
         self._version: object = None  # the protocol version of the handshake
         self._lock = threading.Lock()
         self._lines: queue.Queue[str | None] = queue.Queue()
+        self._wake: Callable[[], object] | None = None  # tells the SDK's reader a line came (set by _Lines)
         # The wire moves to private descriptors; fd 1 then points at stderr, so that stray output of any
         # library lands in the log, never amid the protocol.
         self._wire_in = os.fdopen(os.dup(0), "rb")
@@ -67,8 +68,15 @@ class EarlyStdio:
         for raw in self._wire_in:
             line = raw.decode("utf-8", errors="replace")
             self._answer_early(line)
-            self._lines.put(line)
-        self._lines.put(None)
+            self._put(line)
+        self._put(None)
+
+    def _put(self, line: str | None) -> None:
+        self._lines.put(line)
+        wake = self._wake
+        if wake is not None:
+            with contextlib.suppress(RuntimeError):  # the event loop has closed: nobody reads any more
+                wake()
 
     def _answer_early(self, line: str) -> None:
         if not any(f'"{method}"' in line for method in _EARLY):
@@ -104,7 +112,7 @@ class EarlyStdio:
 
     @property
     def stdin(self) -> _Lines:
-        return _Lines(self._lines)
+        return _Lines(self)
 
     @property
     def stdout(self) -> _Writer:
@@ -146,22 +154,38 @@ class EarlyStdio:
 
 
 class _Lines:
-    """The lines the client sent, for the SDK's stdin reader (an async iterator of str)."""
+    """The lines the client sent, for the SDK's stdin reader (an async iterator of str). The reading thread
+    wakes the event loop itself when a line comes, so a message reaches the SDK without a worker thread's hop."""
 
-    def __init__(self, lines: queue.Queue[str | None]) -> None:
-        self._lines = lines
+    def __init__(self, early: EarlyStdio) -> None:
+        self._early = early
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[str]:
-        import anyio.to_thread
+        import asyncio
 
-        while True:
-            line = await anyio.to_thread.run_sync(self._lines.get, abandon_on_cancel=True)
-            if line is None:
-                return
-            yield line
+        loop = asyncio.get_running_loop()
+        came = asyncio.Event()
+        lines = self._early._lines
+        self._early._wake = lambda: loop.call_soon_threadsafe(came.set)
+        try:
+            while True:
+                try:
+                    line = lines.get_nowait()
+                except queue.Empty:
+                    came.clear()
+                    try:  # a line put between the two looks has its wake-up queued behind this clear
+                        line = lines.get_nowait()
+                    except queue.Empty:
+                        await came.wait()
+                        continue
+                if line is None:
+                    return
+                yield line
+        finally:
+            self._early._wake = None
 
 
 class _Writer:
