@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sophrosyne.base.memo import per_object
 from sophrosyne.base.words import stemmed
 from sophrosyne.index.lexicon import Lexicon
 
@@ -11,16 +12,12 @@ DICTIONARY_WORDS = frozenset("d ref dim lookup lu dict dictionary code".split())
 # Column names two tables share by chance rather than as a code one of them spells out.
 _PLAIN_COLUMNS = frozenset("id name title description label value type".split())  # noqa: SIM905
 
-_PAIRS: dict[int, tuple[Lexicon, list[tuple[str, str]]]] = {}
 
-
+@per_object(limit=16)
 def dictionary_pairs(lexicon: Lexicon) -> list[tuple[str, str]]:
     """(dictionary, fact) pairs of a schema: two tables whose names have the same words once the dictionary
     words are set aside, only one of them with such a word, and a column of the same name (not a plain `id`
     or `name`): the code the dictionary spells out. Names and columns only: the bench's catalogs have no data."""
-    cached = _PAIRS.get(id(lexicon))
-    if cached is not None and cached[0] is lexicon:
-        return cached[1]
     by_core: dict[frozenset[str], list[tuple[str, bool]]] = {}
     for table in lexicon.table_phrases:
         words = set(stemmed(table.rsplit(".", 1)[-1]).split())  # a warehouse table by its own name
@@ -40,9 +37,6 @@ def dictionary_pairs(lexicon: Lexicon) -> list[tuple[str, str]]:
             dictionary, fact = dictionaries[0], facts[0]
             if columns.get(dictionary, set()) & columns.get(fact, set()):
                 pairs.append((dictionary, fact))
-    if len(_PAIRS) >= 16:
-        _PAIRS.clear()
-    _PAIRS[id(lexicon)] = (lexicon, pairs)
     return pairs
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sophrosyne.base.memo import per_object
 from sophrosyne.base.words import QUERY_NOISE, stemmed, tokenize
 from sophrosyne.directives.knowledge import (
     Knowledge,
@@ -158,19 +159,12 @@ def _score_tables(
     )
 
 
-_SCHEMAS: dict[int, tuple[Catalog, dict[str, str], frozenset[str]]] = {}
-
-
+@per_object(limit=256)
 def _schemas_of(catalog: Catalog) -> tuple[dict[str, str], frozenset[str]]:
     """Table -> its schema, and the schemas, kept per catalog (a catalog does not change once read; 5,000
     tables cost 3 ms a question to read again)."""
-    known = _SCHEMAS.get(id(catalog))
-    if known is None or known[0] is not catalog:
-        schemas = {t.name: t.schema or "" for t in catalog.tables.values()}
-        if len(_SCHEMAS) > 256:
-            _SCHEMAS.clear()
-        known = _SCHEMAS[id(catalog)] = (catalog, schemas, frozenset(schemas.values()))
-    return known[1], known[2]
+    schemas = {t.name: t.schema or "" for t in catalog.tables.values()}
+    return schemas, frozenset(schemas.values())
 
 
 def _named_schemas(question: str, schemas: set[str]) -> set[str]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sophrosyne.base.memo import per_object
 from sophrosyne.base.text import normalize as normalize_value
 from sophrosyne.base.text import shorten
 from sophrosyne.base.words import STOPWORDS, stemmed, word_tokens
@@ -228,19 +229,12 @@ def value_signals(question: str, knowledge: str, catalog: Catalog, values: Value
                     board[t].hold(phrase)
 
 
-_DESCRIBED: dict[int, tuple[Catalog, list[tuple[str, str]]]] = {}
-
-
+@per_object(limit=256)
 def _value_descriptions(catalog: Catalog) -> list[tuple[str, str]]:
     """(table, lower-cased value description) of every column that has one, kept per catalog: a quoted literal
     is looked for in them, and a warehouse's 100,000 columns cost 10 ms a literal to visit again."""
-    known = _DESCRIBED.get(id(catalog))
-    if known is None or known[0] is not catalog:
-        found = [(t.name, c.value_description.lower()) for t in catalog.tables.values() for c in t.columns]
-        if len(_DESCRIBED) > 256:
-            _DESCRIBED.clear()
-        known = _DESCRIBED[id(catalog)] = (catalog, [(t, d) for t, d in found if d])
-    return known[1]
+    found = [(t.name, c.value_description.lower()) for t in catalog.tables.values() for c in t.columns]
+    return [(t, d) for t, d in found if d]
 
 
 IntArray = npt.NDArray[np.int64]

@@ -6,6 +6,7 @@ import mmap
 from functools import lru_cache
 from pathlib import Path
 
+from sophrosyne.base.memo import per_object
 from sophrosyne.base.words import QUERY_NOISE, STOPWORDS, stem, tokenize, words
 from sophrosyne.index.lexicon import Lexicon
 
@@ -197,21 +198,12 @@ def with_schema_words(unit: str, related: dict[str, list[str]]) -> str:
     return f"{unit} ({' '.join(dict.fromkeys(added))})" if added else unit
 
 
-_NAME_WORDS: dict[int, tuple[Lexicon, tuple[frozenset[str], dict[str, list[str]]]]] = {}
-
-
+@per_object(limit=16)
 def _name_words(lexicon: Lexicon) -> tuple[frozenset[str], dict[str, list[str]]]:
     """The words of table names, and the tables whose names have each: the same for every question on one
     schema, so kept (a warehouse has thousands of tables)."""
-    cached = _NAME_WORDS.get(id(lexicon))
-    if cached is not None and cached[0] is lexicon:
-        return cached[1]
     holding: dict[str, list[str]] = {}
     for table, spellings in lexicon.table_phrases.items():
         for word in {w for p in spellings for w in p.split()}:
             holding.setdefault(word, []).append(table)
-    if len(_NAME_WORDS) >= 16:
-        _NAME_WORDS.clear()
-    found = (frozenset(holding), holding)
-    _NAME_WORDS[id(lexicon)] = (lexicon, found)
-    return found
+    return frozenset(holding), holding

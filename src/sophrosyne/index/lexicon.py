@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from sophrosyne.base.memo import per_object
 from sophrosyne.base.words import expanded, stemmed, tokenize
 from sophrosyne.schema.catalog import Catalog
 
@@ -83,20 +84,13 @@ class Lexicon:
 
 
 _LEXICONS: dict[tuple[object, ...], Lexicon] = {}
-_BY_CATALOG: dict[int, tuple[Catalog, Lexicon]] = {}
 
 
+@per_object(limit=256)
 def lexicon_for(catalog: Catalog) -> Lexicon:
     """The lexicon of a catalog, cached by its names, descriptions and keys (and by the catalog itself: a
     catalog does not change once read, and hashing a warehouse's names costs milliseconds per question)."""
-    known = _BY_CATALOG.get(id(catalog))
-    if known is not None and known[0] is catalog:
-        return known[1]
-    lexicon = _lexicon_for(catalog)
-    if len(_BY_CATALOG) > 256:
-        _BY_CATALOG.clear()
-    _BY_CATALOG[id(catalog)] = (catalog, lexicon)
-    return lexicon
+    return _lexicon_for(catalog)
 
 
 def _lexicon_for(catalog: Catalog) -> Lexicon:
