@@ -50,21 +50,26 @@ def fit(result: R, budget: int) -> R:
     return cut
 
 
-def most_that_fit(cost: Callable[[int], int], budget: int, most: int) -> int:
-    """The largest count in 0..`most` whose `cost` (tokens, growing with the count) is within `budget`; 0 when
-    none is. Each guess is interpolated from the costs measured at the two ends (entries cost about the same,
-    so two or three measures find it), every other one halves instead, so it never takes more than twice
-    the measures of a bisection."""
+def most_that_fit(cost: Callable[[int], int], budget: int, most: int, least: int = 0) -> int:
+    """The largest count in `least`..`most` whose `cost` (tokens, growing with the count) is within `budget`;
+    `least` when no larger one is (a count known to fit, or the fewest there may be). Each guess is interpolated
+    from the costs measured at the two ends (entries cost about the same, so two or three measures find it),
+    every other one halves instead, so it never takes more than twice the measures of a bisection."""
+    if most <= least:
+        return least
     high_cost = cost(most)
     if high_cost <= budget:
         return most
-    low, high, low_cost = 0, most, None
+    low, high, low_cost = least, most, None
     step = 0
     while high - low > 1:
-        if low_cost is None:
-            low_cost = cost(0) if low == 0 else budget
-        if step % 2 == 0 and high_cost > low_cost:
-            guess = low + int((budget - low_cost) * (high - low) / (high_cost - low_cost))
+        if step % 2 == 0:
+            low_cost = cost(low) if low_cost is None else low_cost
+            guess = (
+                low + int((budget - low_cost) * (high - low) / (high_cost - low_cost))
+                if high_cost > low_cost
+                else (low + high) // 2
+            )
         else:
             guess = (low + high) // 2
         mid = min(max(guess, low + 1), high - 1)
@@ -90,24 +95,15 @@ def cut_lists(result: BaseModel, fields: list[str], budget: int, note: Callable[
     most = budget * CHARS_PER_TOKEN // 4
     keep = {f: min(len(items), most) for f, items in full.items()}
 
-    def apply() -> bool:
+    def cut() -> None:
         for f in fields:
             setattr(result, f, full[f][: keep[f]])
         note(dict(keep))
+
+    def apply() -> bool:
+        cut()
         return fits(result, budget)
 
-    if len(fields) == 1:  # one list: its count found by interpolation (most_that_fit)
-        (only,) = fields
-
-        def cost(count: int) -> int:
-            keep[only] = count
-            setattr(result, only, full[only][:count])
-            note(dict(keep))
-            return measure(result)
-
-        keep[only] = most_that_fit(cost, budget, keep[only])
-        apply()
-        return
     last: str | None = None
     before = 0
     while not apply() and any(keep.values()):
@@ -116,16 +112,16 @@ def cut_lists(result: BaseModel, fields: list[str], budget: int, note: Callable[
         keep[last] //= 2
     if last is None:
         return
-    low, high = keep[last], before - 1
-    while low < high:  # the largest count of the last list halved that still fits
-        mid = (low + high + 1) // 2
-        keep[last] = mid
-        if apply():
-            low = mid
-        else:
-            high = mid - 1
-    keep[last] = low
-    apply()
+    grown = last
+
+    def cost(count: int) -> int:
+        keep[grown] = count
+        cut()
+        return measure(result)
+
+    # The largest count of the last list halved that still fits, from its halved count up.
+    keep[last] = most_that_fit(cost, budget, before - 1, least=keep[last])
+    cut()
 
 
 def _dump(value: Any) -> Any:
