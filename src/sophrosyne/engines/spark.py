@@ -124,7 +124,8 @@ def warn_of_a_shared_driver(cursor: Cursor) -> None:
 
 def runs_tasks_in_the_driver(master: str) -> bool:
     """Whether a `spark.master` runs tasks in the driver's JVM: `local`, `local[4]`, `local[*, 3]`."""
-    return master.strip().lower() == "local" or master.strip().lower().startswith("local[")
+    master = master.strip().lower()
+    return master == "local" or master.startswith("local[")
 
 
 def _read_database(cursor: Cursor, schema: str, current: bool, tables: dict[str, Table]) -> None:
