@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 
-from fixtures.adversarial import CASES
+from fixtures.adversarial import CASES, run_corpus
 from fixtures.engines import ROWS
-from fixtures.policies import POLICY, ROLE, comparable, in_scope, leaked
+from fixtures.policies import POLICY, ROLE, comparable, in_scope
 from fixtures.serving import Session, connected, stdio_params, text_of
 from fixtures.spark import hr_database, load_demo
 from sophrosyne.environment import Environment
-from sophrosyne.errors import SophrosyneError
 from sophrosyne.sql.policy import Role, TableRule
 
 pytestmark = pytest.mark.spark
@@ -201,20 +200,9 @@ def test_the_adversarial_corpus_reaches_no_data_on_spark(full: Environment) -> N
     tables = ("departments", "employees", "absence_records", "notes", "order_details")
     counts = {t: full.execute_sql(f"SELECT COUNT(*) AS n FROM {t}").rows for t in tables}
     ops = full.for_role(ROLE)
-    leaks, silent, answered = [], [], 0
-    for template in CASES:
-        sql = template.replace("{q}", "`").replace("{schema}", schema)
-        try:
-            result = ops.execute_sql(sql)
-        except SophrosyneError as error:
-            if not error.message.strip():
-                silent.append(sql)
-            continue
-        answered += 1
-        if found := leaked(result.rows):
-            leaks.append((sql, found[:3]))
-    print(f"spark: {answered} of {len(CASES)} adversarial statements answered, the rest refused")
-    assert leaks == []
-    assert silent == []
-    assert answered >= 30  # the corpus reached Spark: it is not all refused before it runs
+    outcome = run_corpus(ops, lambda template: template.replace("{q}", "`").replace("{schema}", schema))
+    print(f"spark: {outcome.answered} of {len(CASES)} adversarial statements answered, the rest refused")
+    assert outcome.leaks == []
+    assert outcome.silent == []
+    assert outcome.answered >= 30  # the corpus reached Spark: it is not all refused before it runs
     assert {t: full.execute_sql(f"SELECT COUNT(*) AS n FROM {t}").rows for t in tables} == counts
