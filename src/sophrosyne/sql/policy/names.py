@@ -38,8 +38,7 @@ def check_names(roles: Iterable[Role], where: Where, catalog: Catalog) -> None:
     tables = catalog.table_names
     for role in roles:
         for denied in role.denied:
-            _one_table(catalog, denied, where("roles", role.name, "deny", value=denied), role.name)
-            if not tables_named(catalog, denied):
+            if not _one_table(catalog, denied, where("roles", role.name, "deny", value=denied), role.name):
                 raise ConfigError(
                     f"{where('roles', role.name, 'deny', value=denied)}: role `{role.name}` denies table "
                     f"`{denied}`: no such table in the database, so the table it meant would stay readable.",
@@ -47,8 +46,7 @@ def check_names(roles: Iterable[Role], where: Where, catalog: Catalog) -> None:
                 )
         for name, rule in role.tables.items():
             keys = ("roles", role.name, "tables", name)
-            _one_table(catalog, name, where(*keys), role.name)
-            table = next(iter(tables_named(catalog, name)), None)
+            table = next(iter(_one_table(catalog, name, where(*keys), role.name)), None)
             if table is None:
                 raise ConfigError(
                     f"{where(*keys)}: role `{role.name}` has a rule for table `{name}`: no such table in the database.",
@@ -66,9 +64,10 @@ def check_names(roles: Iterable[Role], where: Where, catalog: Catalog) -> None:
                 _check_filter(where, catalog, table, rule.row_filter, (*keys, "row_filter"), role.name)
 
 
-def _one_table(catalog: Catalog, name: str, at: str, role: str) -> None:
-    """A policy's name that the last parts of several warehouse tables end with (`orders` for `db.a.orders` and
-    `db.b.orders`) is refused: the rule would reach tables its author did not mean."""
+def _one_table(catalog: Catalog, name: str, at: str, role: str) -> list[Table]:
+    """The tables a policy's name means (none, or one). A name that the last parts of several warehouse tables
+    end with (`orders` for `db.a.orders` and `db.b.orders`) is refused: the rule would reach tables its author
+    did not mean."""
     named = tables_named(catalog, name)
     if len(named) > 1:
         shown = ", ".join(f"`{t.name}`" for t in named[:3]) + (", ..." if len(named) > 3 else "")
@@ -76,6 +75,7 @@ def _one_table(catalog: Catalog, name: str, at: str, role: str) -> None:
             f"{at}: role `{role}` names table `{name}`, which means {len(named)} tables: {shown}.",
             hint="Write the table's qualified name (`schema.table` or `catalog.schema.table`).",
         )
+    return named
 
 
 def _check_filter(where: Where, catalog: Catalog, table: Table, text: str, keys: tuple[str, ...], role: str) -> None:
