@@ -181,6 +181,16 @@ def keep_threshold(scored: TableScores, settings: DirectiveSettings) -> float:
     return threshold
 
 
+def _keep_holders(relevant: set[str], holders: set[str], scores: dict[str, float], most: int) -> None:
+    """Keep the tables holding one piece of evidence (an anchor column, a value): all of them when at most `most`
+    do, else the likeliest of them, unless one is kept already."""
+    if len(holders) <= most:
+        relevant |= holders
+    elif not relevant & holders:
+        best = max(scores[t] for t in holders)
+        relevant |= {t for t in holders if scores[t] == best}
+
+
 def _keep(scores: dict[str, float], scored: TableScores, threshold: float, settings: DirectiveSettings) -> set[str]:
     relevant = {t for t, s in scores.items() if s >= threshold}
     if scored.schemas and relevant:
@@ -192,11 +202,7 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
     # A column the knowledge writes out is an anchor: its table is kept whatever the model says. When
     # several tables have that column, the likeliest of them is kept (all of them with keep_shared_anchors).
     for holders in scored.anchor_groups:
-        if len(holders) == 1 or settings.keep_shared_anchors:
-            relevant |= set(holders)
-        elif not relevant & set(holders):
-            best = max(scores[t] for t in holders)
-            relevant |= {t for t in holders if scores[t] == best}
+        _keep_holders(relevant, set(holders), scores, len(holders) if settings.keep_shared_anchors else 1)
     # A value of the question found in a table's data (or its value description) is evidence for it: its
     # holders are kept, or, when more tables than `value_holders` hold it, the likeliest of them.
     held: dict[str, set[str]] = {}
@@ -205,11 +211,7 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
         for value in board.entries[table].values:
             held.setdefault(value, set()).add(table)
     for value_holders in held.values():
-        if len(value_holders) <= settings.value_holders:
-            relevant |= value_holders
-        elif not relevant & value_holders:
-            best = max(scores[t] for t in value_holders)
-            relevant |= {t for t in value_holders if scores[t] == best}
+        _keep_holders(relevant, value_holders, scores, settings.value_holders)
     # A table the question names by a word WordNet relates to its name ("vessels" for `Ship`) is kept, when
     # at most `thesaurus_holders` tables have that word in their names. A related word never flags a table.
     for named in scored.synonym_groups:
