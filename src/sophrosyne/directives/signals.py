@@ -163,23 +163,13 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: Board) 
     grams = lexicon.grams(stemmed(question + " " + knowledge))
     # Compared without spaces too: `CytoBands_hg38` splits into three words, `CYTOBANDS_HG38` into two.
     compact = {g.replace(" ", "") for g in grams if " " in g}
-    # A warehouse has more spellings than the text has runs of words, a small schema fewer: the shorter side is
-    # visited, the other looked up.
-    if len(lexicon.table_phrases) > len(grams) + len(compact):
-        named_tables = {t for g in grams for t in lexicon.phrase_tables.get(g, ())}
-        named_tables.update(t for g in compact for t in lexicon.compact_tables.get(g, ()))
-    else:
-        named_tables = {
-            t for t, ps in lexicon.table_phrases.items() if any(p in grams or p.replace(" ", "") in compact for p in ps)
-        }
+    # The text's runs of words are looked up among the spellings (a warehouse has tens of thousands of them).
+    named_tables = {t for g in grams for t in lexicon.phrase_tables.get(g, ())}
+    named_tables.update(t for g in compact for t in lexicon.compact_tables.get(g, ()))
     for table in named_tables:
         board[table].note("table_named", 1.0, "the question names it")
     order = lexicon.column_phrases
-    if len(order) > len(grams):
-        phrases = sorted((p for p in grams if p in order), key=order.__getitem__)
-    else:
-        phrases = [p for p in order if p in grams]
-    for phrase in phrases:
+    for phrase in sorted((p for p in grams if p in order), key=order.__getitem__):
         named = lexicon.columns[phrase]
         tables = {t for t, _ in named}
         feature = "column_phrase" if len(tables) == 1 else "column_phrase_shared"
