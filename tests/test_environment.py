@@ -40,3 +40,58 @@ def test_close_waits_for_the_indexes_built_in_the_background() -> None:
         started = [t for t in threading.enumerate() if t not in before and t.name == "sophrosyne-warm"]
     assert env.db.closed
     assert not any(t.is_alive() for t in started)
+
+
+def _counting_guard(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from sophrosyne.sql import guard
+
+    checked: list[str] = []
+    real = guard.check_sql
+
+    def counting(sql: str, *args: object, **kwargs: object) -> object:
+        checked.append(sql)
+        return real(sql, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(guard, "check_sql", counting)
+    return checked
+
+
+def test_a_statement_the_tools_built_is_checked_once_for_a_role_without_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked = _counting_guard(monkeypatch)
+    with Environment.open("demo") as env:
+        first = env.describe_table("employees")
+        again = env.describe_table("employees")
+        assert again.columns == first.columns
+        assert len(checked) == 1  # the sample statement, parsed the first time only
+        # What the user writes is checked every time, even the same text.
+        env.execute_sql("SELECT 1 AS one")
+        env.execute_sql("SELECT 1 AS one")
+        assert len(checked) == 3
+
+
+def test_a_role_with_rules_has_each_statement_checked_and_rewritten_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sophrosyne.sql.policy import Role, TableRule
+
+    checked = _counting_guard(monkeypatch)
+    with Environment.open("demo") as env:
+        role = Role("scoped", tables={"employees": TableRule(columns=["employee_id", "first_name"])})
+        view = env.for_role(role)
+        for _ in range(2):
+            described = view.describe_table("employees")
+            assert [c.name for c in described.columns] == ["employee_id", "first_name"]
+        assert len(checked) == 2
+
+
+def test_a_checked_statement_that_fails_says_what_to_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sophrosyne.errors import UnknownColumn
+
+    with Environment.open("demo") as env:
+        sql = "SELECT nope FROM employees LIMIT 1"
+        with pytest.raises(UnknownColumn, match="no column `nope`") as before:
+            env.secure.query(sql, limit=1)
+        env.secure._checked[sql] = sql  # as if it had run before the column went away
+        with pytest.raises(UnknownColumn, match="no column `nope`") as after:
+            env.secure.query(sql, limit=1)
+        assert str(after.value) == str(before.value)
