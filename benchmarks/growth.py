@@ -33,6 +33,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bytecode import compile_package
 from synthetic_db import build_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,6 +198,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.work.mkdir(parents=True, exist_ok=True)
+    compile_package()  # the servers start as an installed package does, its bytecode written
     report: dict[str, Any] = {"machine": _machine(), "question": QUESTION, "sizes": {}}
     for tables in sizes:
         result = measure_size(tables, args.work, args.repeats, args.ready_timeout, args.rows)

@@ -33,6 +33,9 @@ import quicktok
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bytecode import compile_package
+
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = Path(os.environ.get("SOPHROSYNE_DATASETS", ROOT.parent / "shared" / "datasets"))
 SOURCE_DB = DATASETS / "bird_dev" / "dev_databases" / "toxicology" / "toxicology.sqlite"
@@ -311,6 +314,7 @@ def main() -> None:
     if not SOURCE_DB.is_file():
         raise SystemExit(f"BIRD's toxicology database is not at {SOURCE_DB} (set SOPHROSYNE_DATASETS)")
     args.peers_dir.mkdir(parents=True, exist_ok=True)
+    compile_package()  # ours starts as an installed package does (the peers' installs wrote their bytecode)
     db = args.peers_dir / "toxicology.sqlite"  # a copy: every server reads the same file, none the shared one
     if not db.exists():
         shutil.copyfile(SOURCE_DB, db)
