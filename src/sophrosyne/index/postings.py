@@ -25,6 +25,8 @@ import numpy.typing as npt
 MAGIC = b"SOPHVIDX"
 # The arrays of one table, in the order they are written.
 _ARRAYS = ("hashes", "offsets", "blob", "starts", "ids")
+# Strings turned into Python objects at once when a table is built or read whole.
+_CHUNK = 16_384
 
 
 def _digest(raw: bytes) -> bytes:
@@ -74,11 +76,13 @@ class Postings:
         return [int(x) for x in self.ids[self.starts[position] : self.starts[position + 1]]]
 
     def texts(self, order: npt.NDArray[np.int64]) -> Iterator[tuple[int, str]]:
-        """Each string with its position, in `order` (positions)."""
-        offsets = self.offsets.tolist()
+        """Each string with its position, in `order` (positions), a chunk of Python ints at a time."""
         blob = memoryview(self.blob)  # type: ignore[arg-type]
-        for i in order.tolist():
-            yield i, bytes(blob[offsets[i] : offsets[i + 1]]).decode("utf-8", "surrogatepass")
+        for at in range(0, len(order), _CHUNK):
+            part = order[at : at + _CHUNK]
+            begins, ends = self.offsets[part].tolist(), self.offsets[part + 1].tolist()
+            for i, begin, end in zip(part.tolist(), begins, ends, strict=True):
+                yield i, bytes(blob[begin:end]).decode("utf-8", "surrogatepass")
 
     def nbytes(self) -> int:
         """Bytes the arrays take (in memory when built, in the file when mapped)."""
@@ -194,8 +198,7 @@ class PostingsBuilder:
         begins = ends[first_pair] - sizes
         del lengths, ends
         self._lengths = array("I")
-        with memoryview(self._blob) as blob:
-            joined = b"".join(blob[b : b + n] for b, n in zip(begins.tolist(), sizes.tolist(), strict=True))
+        joined = _gathered(self._blob, begins, sizes)
         self._blob = bytearray()
         offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
@@ -207,6 +210,17 @@ class PostingsBuilder:
             ids=ids,
         )
         return table, first_pair
+
+
+def _gathered(blob: bytearray, begins: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> bytes:
+    """The pieces blob[begin:begin + size] joined, a chunk at a time: a Python int per piece for all of them at
+    once held 20 MB more at 280,000 strings."""
+    parts = []
+    with memoryview(blob) as view:
+        for at in range(0, len(begins), _CHUNK):
+            pieces = zip(begins[at : at + _CHUNK].tolist(), sizes[at : at + _CHUNK].tolist(), strict=True)
+            parts.append(b"".join(view[b : b + n] for b, n in pieces))
+    return b"".join(parts)
 
 
 def write_file(path: Path, header: dict[str, Any], tables: dict[str, Postings]) -> None:
