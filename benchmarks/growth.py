@@ -39,7 +39,7 @@ from synthetic_db import build_database
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Which customers in the sales region paid their invoices in euros last month, and how many refunds?"
 # Words in a directive note that say an index was not there yet (moderator.py's notes and NotReady).
-NOT_READY = ("still being", "from names only")
+NOT_READY = ("still being", "from names only", "No directives this time")
 CALL_LIMIT_S = 10.0  # the default limits.timeout_s: a first answer must come within it
 TARGETS = {"first_cached_5000_s": 1.5, "rss_5000_over_10": 2.0, "rss_20000_mb": 600.0}
 

@@ -140,6 +140,30 @@ def test_vector_index_search_is_exact_and_survives_save_and_load(tmp_path: Path)
     assert (loaded.search(queries, 5)[1] == ids).all()
 
 
+def test_a_large_matrix_is_held_in_half_precision_and_scored_in_full(tmp_path: Path) -> None:
+    from sophrosyne.index.vectors import HALF_ABOVE_BYTES, held_type
+
+    assert held_type(1000, 256) is np.float32
+    assert held_type(HALF_ABOVE_BYTES // (4 * 256) + 1, 256) is np.float16  # 20,000 tables: 158,544 x 256
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(10_000, 32)).astype(np.float32)  # more rows than one widened block
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    half = vectors.astype(np.float16)
+    index = VectorIndex(half)
+    assert index.vectors.dtype == np.float16 and index.vectors.nbytes == vectors.nbytes // 2
+    queries = vectors[:20] + 0.01
+    # Each score is the float32 product with the rows as held, within 1e-3 of the float32 matrix's.
+    exact = queries @ half.astype(np.float32).T
+    assert np.allclose(index.all_scores(queries), exact, atol=1e-6)
+    assert np.abs(index.all_scores(queries) - queries @ vectors.T).max() < 1e-3
+    ids = index.search(queries, 5)[1]
+    assert (ids[:, 0] == np.arange(20)).all()
+    assert (ids == np.argsort(-exact, axis=1)[:, :5]).all()
+    index.save(tmp_path)
+    loaded = VectorIndex.load(tmp_path)
+    assert loaded.vectors.dtype == np.float16 and (loaded.search(queries, 5)[1] == ids).all()
+
+
 def test_value_index_grounds_literals_within_budget(catalog: Catalog, tmp_path: Path) -> None:
     path = tmp_path / "shop.sqlite"
     with sqlite3.connect(path) as db:

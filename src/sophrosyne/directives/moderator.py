@@ -160,6 +160,7 @@ class Moderator:
                 )
             computed = oracle_directives(self.oracle_sql, self.catalog, self.dialect)
         else:
+            waited = not self._index.ready  # the index was still being built or read when the call came
             built, inference = self.index, self._inference()
             index = built
             prepared = self.prepared  # ready once the index is: the index is built over it
@@ -185,6 +186,12 @@ class Moderator:
                 name="sophrosyne-directives",
             )
             if not done or result is None:
+                if waited:  # the time went on waiting for the index: the next call has all of it
+                    raise QueryTimeout(
+                        "the schema index was ready only near the end of this call, too late to compute "
+                        "directives within its time limit.",
+                        hint="Ask again: the index is ready now.",
+                    )
                 raise QueryTimeout(
                     f"computing directives took longer than the {self.settings.limits.timeout_s:g} s time limit.",
                     hint="Ask with a shorter question or knowledge.",

@@ -23,10 +23,10 @@ from sophrosyne.errors import ConfigError
 from sophrosyne.index.cache import clean_stale, reason, tell_once, temp_prefix, unavailable
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.fusion import reciprocal_rank_fusion
-from sophrosyne.index.vectors import VectorIndex
+from sophrosyne.index.vectors import VectorIndex, held_type
 from sophrosyne.schema.catalog import Catalog
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: a large index's vectors saved as float16
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 Progress = Callable[[str, int, int], None]
 """Called as progress(stage, done, total) while an index is built."""
@@ -176,11 +176,11 @@ class SchemaIndex:
             progress("bm25", total, total)
         # Each batch written into one matrix: batches joined at the end held the matrix twice for a moment
         # (155 MB more at 20,000 tables).
-        matrix = np.zeros((0, 1), np.float32)
+        matrix: npt.NDArray[Any] = np.zeros((0, 1), np.float32)
         for start in range(0, total, batch_size):
             batch = embedder.embed([d.embed_text for d in docs[start : start + batch_size]])
             if not start:
-                matrix = np.empty((total, batch.shape[1]), np.float32)
+                matrix = np.empty((total, batch.shape[1]), held_type(total, batch.shape[1]))
             matrix[start : start + len(batch)] = batch
             if progress:
                 progress("embed", min(start + batch_size, total), total)
