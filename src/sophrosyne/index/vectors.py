@@ -3,7 +3,7 @@
 No approximate index: directives score every question against every vector (`all_scores`) anyway, so the
 matrix must be in memory, and a FAISS IVF copy of it beside doubled the index's memory (42 MB more at 5,000
 tables) and its load time for a search that is exact here in 17 ms at 41,000 vectors and 75 ms at 160,000
-(measured on 2 busy cores, one BLAS thread). The matrix is held in float16, widened a block at a time.
+(measured on 2 busy cores, one BLAS thread). A large matrix is held in float16, widened a block at a time.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from sophrosyne.index.embedders import Vectors
 # A matrix past this size in float32 is held and saved as float16 instead: 158,544 columns at 256 dimensions
 # are 162 MB in float32, a third of a 20,000-table server. float16 keeps 3 significant digits of each
 # coordinate and moves a score by about 1e-4 (at the shipped threshold it changed no directive on any
-# benchmark with every database so held), and each question pays for widening the rows back (about 0.25 ns a
-# coordinate, 40 ms at 158,544 columns). Below it, where every benchmark database is, nothing changes.
+# benchmark with every database so held), and each question pays for widening the rows back (about 1 ns a
+# coordinate through the lookup table, 24 ms for 100,000 x 256, where numpy's cast took 32-38 ms). Below it,
+# where every benchmark database is, nothing changes.
 HALF_ABOVE_BYTES = 128 * 2**20
 # Rows widened to float32 at once while scoring (4 MB at 256 dimensions).
 _BLOCK = 4096
