@@ -62,11 +62,12 @@ def test_a_statement_the_tools_built_is_checked_once_for_a_role_without_rules(mo
         first = env.describe_table("employees")
         again = env.describe_table("employees")
         assert again.columns == first.columns
-        assert len(checked) == 1  # the sample statement, parsed the first time only
+        # The sample statement, parsed the first time only (join inference reads other statements meanwhile).
+        assert len([sql for sql in checked if sql.startswith('SELECT * FROM "employees"')]) == 1
         # What the user writes is checked every time, even the same text.
         env.execute_sql("SELECT 1 AS one")
         env.execute_sql("SELECT 1 AS one")
-        assert len(checked) == 3
+        assert checked.count("SELECT 1 AS one") == 2
 
 
 def test_a_role_with_rules_has_each_statement_checked_and_rewritten_every_time(
@@ -81,7 +82,7 @@ def test_a_role_with_rules_has_each_statement_checked_and_rewritten_every_time(
         for _ in range(2):
             described = view.describe_table("employees")
             assert [c.name for c in described.columns] == ["employee_id", "first_name"]
-        assert len(checked) == 2
+        assert len([sql for sql in checked if sql.startswith('SELECT * FROM "employees"')]) == 2
 
 
 def test_a_checked_statement_that_fails_says_what_to_fix(monkeypatch: pytest.MonkeyPatch) -> None:
