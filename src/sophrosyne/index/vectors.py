@@ -83,7 +83,7 @@ class VectorIndex:
 
     def all_scores(self, queries: Vectors) -> npt.NDArray[np.float32]:
         """Similarity of each query to every vector (exact; for small per-database indexes)."""
-        return self._products(queries).astype(np.float32)
+        return self._products(queries).astype(np.float32, copy=False)  # float32 already: no second matrix
 
     def _products(self, queries: Vectors) -> npt.NDArray[Any]:
         if self.vectors.dtype != np.float16:
