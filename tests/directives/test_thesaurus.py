@@ -1,5 +1,5 @@
 """The thesaurus: WordNet's nouns read in place, the table-name words it relates to a question's words, and
-tables it may keep but never flag."""
+tables it may keep but never flag; words of a table name's family, found by their stem."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fixtures.wordnet import wordnet
 from sophrosyne.directives import DirectiveSettings, decide_directives, score_tables
-from sophrosyne.directives.thesaurus import WORDNET, in_schema_words, load_thesaurus, schema_synonyms
+from sophrosyne.directives.thesaurus import WORDNET, in_schema_words, load_thesaurus, schema_synonyms, word_families
 from sophrosyne.index import SchemaIndex
 from sophrosyne.index.lexicon import lexicon_for
 from sophrosyne.schema.catalog import Catalog, Column, Table
@@ -85,3 +85,32 @@ def test_a_related_noun_with_of_is_read_by_the_noun_it_opens_with() -> None:
     assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), wordnet(), 1, 3) == {
         "curriculum": ["course"]
     }
+
+
+def social() -> Catalog:
+    tables = [
+        Table("Person", [Column("name", "TEXT"), Column("age", "INTEGER")]),
+        Table("Likes", [Column("student_id", "INTEGER"), Column("liked_id", "INTEGER")]),
+        Table("follows", [Column("f1", "INTEGER"), Column("f2", "INTEGER")]),
+        Table("Participants", [Column("participant_id", "INTEGER"), Column("details", "TEXT")]),
+        Table("venue", [Column("venue_id", "INTEGER"), Column("city", "TEXT")]),
+    ]
+    return Catalog(tables={t.name: t for t in tables})
+
+
+def test_a_question_word_of_a_table_names_family_is_related_to_it_without_wordnet() -> None:
+    lexicon = lexicon_for(social())
+    question = "Who has the most followers, and whom has each person liked?"
+    assert word_families(question, lexicon) == {"followers": ["follow"], "liked": ["like"]}
+    assert word_families("How many participators are there?", lexicon) == {"participators": ["participant"]}
+    # Words the table names have already ("participants", "venues" as `venue`) are not looked up again.
+    assert word_families("Which venues host the most participants?", lexicon) == {}
+
+
+def test_a_table_named_by_a_word_of_its_family_is_kept_never_flagged() -> None:
+    catalog = social()
+    index = SchemaIndex.build(catalog)
+    strict = DirectiveSettings(threshold=0.999, question_threshold=0.999, keep_best=False, thesaurus=False)
+    kept = decide_directives(score_tables("How many followers?", "", catalog, index, settings=strict), strict)
+    assert not kept.abstained and kept.relevant == ["follows"]
+    assert set(kept.flagged) == {"Likes", "Participants", "Person", "venue"}

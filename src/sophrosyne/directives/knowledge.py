@@ -56,7 +56,9 @@ def quoted_literals(text: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
 
 
-_CAPITALISED = re.compile(r"[A-Z][\w'&.-]*(?:\s+(?:(?:of|the|and|de|la|le|von|van|&)\s+)*[A-Z0-9][\w'&.-]*)*")
+_CAPITALISED = re.compile(
+    r"[A-Z][\w'&.-]*(?:\s+(?:(?:of|the|and|with|in|on|for|to|at|by|from|a|an|de|la|le|von|van|&)\s+)*[A-Z0-9][\w'&.-]*)*"
+)
 _SENTENCE_START = re.compile(r"(?:^|[.?!;:]\s+|\n)\s*$")
 
 

@@ -26,8 +26,9 @@ from sophrosyne.directives.thesaurus import (
     schema_synonyms,
     tables_named,
     with_schema_words,
+    word_families,
 )
-from sophrosyne.directives.units import Units, shards_named
+from sophrosyne.directives.units import Units, question_numbers, shards_named
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.values import ValueIndex
@@ -106,8 +107,11 @@ def _score_tables(
     if units is not None:
         # A shard's date or release is a value of the group's partition, written in the question.
         named = [t for t in shards_named(question, units) if t in board]
+        numbers = question_numbers(question)
         for t in named:
             board[t].note("value_mention", 1.0 / len(named), "the question names one of its shards")
+            # ... and is kept as a value of the question is (`TableSignals.values`): never flagged for it.
+            board[t].hold(", ".join(sorted(units.shard_keys[t] & numbers)))
     asked = question_units(question)
     related: dict[str, list[str]] = {}
     synonym_groups: dict[str, list[str]] = {}
@@ -122,6 +126,10 @@ def _score_tables(
                 settings.thesaurus_senses,
                 settings.thesaurus_max_senses,
             )
+        # A word of a table name's family is as good as a synonym ("followers" for `follows`), WordNet or not.
+        for word, family in word_families(question, lexicon).items():
+            related.setdefault(word, family)
+        if related:
             found += [w for named in related.values() for w in named if w not in found]
             synonym_groups = tables_named(related, lexicon)
             # ... and each run of its words with the schema's words for its phrases: "vessels (ship)".

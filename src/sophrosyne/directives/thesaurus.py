@@ -6,9 +6,13 @@ import mmap
 from functools import lru_cache
 from pathlib import Path
 
+import Stemmer
+
 from sophrosyne.base.memo import per_object
 from sophrosyne.base.words import QUERY_NOISE, STOPWORDS, stem, tokenize, words
 from sophrosyne.index.lexicon import Lexicon
+
+_STEMMER = Stemmer.Stemmer("english")
 
 WORDNET = Path("/usr/share/wordnet")  # Debian's wordnet-base: WordNet 3.0's database files
 # WordNet's rules for a plural noun's singular (morphy), after its list of irregular forms (noun.exc).
@@ -167,6 +171,32 @@ def schema_synonyms(
         if named:
             found[phrase] = sorted(named)
     return found
+
+
+def word_families(question: str, lexicon: Lexicon) -> dict[str, list[str]]:
+    """Words of table names of the same family as a question word the schema lacks, by their Snowball stem:
+    "followers" -> `follows`, "liked" -> `likes`, "participators" -> `participants`. Word -> those words."""
+    table_words, families = _families(lexicon)
+    found: dict[str, list[str]] = {}
+    for word in dict.fromkeys(w for w in words(question) if w.isalpha() and len(w) > 3):
+        if stem(word) in table_words or word in STOPWORDS or word in QUERY_NOISE:
+            continue
+        family = families.get(_STEMMER.stemWord(word), ())
+        if family:
+            found[word] = sorted(family)
+    return found
+
+
+@per_object(limit=16)
+def _families(lexicon: Lexicon) -> tuple[frozenset[str], dict[str, set[str]]]:
+    """The words of table names, and Snowball stem -> those with that stem (stems of four letters or more)."""
+    families: dict[str, set[str]] = {}
+    table_words = _name_words(lexicon)[0]
+    for word in table_words:
+        root = _STEMMER.stemWord(word)
+        if len(root) >= 4 and word.isalpha():
+            families.setdefault(root, set()).add(word)
+    return table_words, families
 
 
 def in_schema_words(question: str, related: dict[str, list[str]]) -> list[str]:
