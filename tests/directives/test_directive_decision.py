@@ -1,8 +1,11 @@
-"""The decision over scored tables: bridges on join paths between kept tables, unless nothing points to them."""
+"""The decision over scored tables: bridges on join paths between tables it is sure of, unless nothing points to
+them; a short question held to a higher threshold."""
 
 from __future__ import annotations
 
-from sophrosyne.directives import DirectiveSettings, decide_directives, score_tables
+import pytest
+
+from sophrosyne.directives import DirectiveSettings, decide_directives, keep_threshold, score_tables
 from sophrosyne.index import SchemaIndex
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
@@ -36,3 +39,41 @@ def decided(link_score: float) -> list[str]:
 def test_a_bridge_is_kept_unless_the_model_gives_it_almost_nothing() -> None:
     assert decided(0.05) == ["courses", "enrolments", "students"]  # below the threshold, kept as the bridge
     assert decided(0.019) == ["courses", "students"]  # below a tenth of it: no route through it
+
+
+def bridged(
+    course_score: float, question: str = "Which students take the course Algebra?", power: float = 0.0
+) -> list[str]:
+    """students (the best) and courses kept; is the link between them kept as a bridge?"""
+    c = chain()
+    scored = score_tables(question, None, c, SchemaIndex.build(c))
+    scores = {"students": 0.9, "courses": course_score, "enrolments": 0.05, "rooms": 0.01, "staff": 0.01}
+    for table, entry in scored.board.items():
+        entry.score = scores[table]
+    settings = DirectiveSettings(threshold=0.2, question_threshold=0.2, bridge_ends=2.5, short_question_power=power)
+    return decide_directives(scored, settings).relevant
+
+
+def test_a_bridge_joins_only_tables_the_decision_is_sure_of() -> None:
+    assert bridged(0.5) == ["courses", "enrolments", "students"]  # 2.5 x the threshold: a sure end
+    # Kept on a middling score, courses is as unsure as a path to it: the link is not kept for it.
+    assert bridged(0.3) == ["courses", "students"]
+
+
+def test_a_short_question_without_knowledge_is_held_to_a_higher_threshold_at_most_the_cap() -> None:
+    c = chain()
+    index = SchemaIndex.build(c)
+    settings = DirectiveSettings(
+        threshold=0.2, question_threshold=0.2, long_question_words=12, short_question_power=0.3, short_question_cap=1.33
+    )
+    three = score_tables("Which students take Algebra?", None, c, index)
+    assert three.question_words == 3
+    assert keep_threshold(three, settings) == pytest.approx(0.2 * 1.33)  # (12 / 3) ** 0.3 = 1.52: capped
+    seven = score_tables("Which students older than twenty take Algebra with Smith on Mondays?", None, c, index)
+    assert seven.question_words == 7
+    assert keep_threshold(seven, settings) == pytest.approx(0.2 * (12 / 7) ** 0.3)
+    # Knowledge says what the question means: the fitted threshold stands.
+    known = score_tables("Which students take Algebra?", "Algebra refers to title = 'Algebra'", c, index)
+    assert keep_threshold(known, settings) == 0.2
+    # ... as it does for a short question whose bridge ends are judged: at the fitted threshold, not the raised one.
+    assert bridged(0.5, "Which students take Algebra?", power=0.3) == ["courses", "enrolments", "students"]

@@ -133,7 +133,8 @@ def rescore(scored: Scored, weights: dict[str, float]) -> None:
 
 
 def safe_rate(scored: Scored, threshold: float) -> float:
-    settings = DirectiveSettings(threshold=threshold, question_threshold=threshold)
+    # The threshold is fitted for questions of the usual length: a short question's higher one applies after it.
+    settings = DirectiveSettings(threshold=threshold, question_threshold=threshold, short_question_power=0.0)
     safe = sum(1 for gold, s in scored if not gold & set(decide_directives(s, settings).flagged))
     return safe / len(scored)
 

@@ -174,35 +174,47 @@ def decide_directives(
 
 def keep_threshold(scored: TableScores, settings: DirectiveSettings) -> float:
     """The probability below which a table is flagged for this question: the fitted threshold, lowered in
-    proportion for a question longer than `long_question_words` content words."""
+    proportion for a question longer than `long_question_words` content words, raised (by
+    `short_question_power`, at most `short_question_cap` times) for a shorter one without knowledge."""
     threshold = settings.threshold_for(scored.has_knowledge)
-    if scored.question_words > settings.long_question_words > 0:
-        threshold *= settings.long_question_words / scored.question_words
+    words, usual = scored.question_words, settings.long_question_words
+    if words > usual > 0:
+        threshold *= usual / words
+    elif 0 < words < usual and not scored.has_knowledge:
+        threshold *= min((usual / words) ** settings.short_question_power, settings.short_question_cap)
     return threshold
 
 
-def _keep_holders(relevant: set[str], holders: set[str], scores: dict[str, float], most: int) -> None:
+def _keep_holders(relevant: set[str], holders: set[str], scores: dict[str, float], most: int) -> set[str]:
     """Keep the tables holding one piece of evidence (an anchor column, a value): all of them when at most `most`
-    do, else the likeliest of them, unless one is kept already."""
+    do, else the likeliest of them, unless one is kept already. Returns the holders kept."""
     if len(holders) <= most:
         relevant |= holders
-    elif not relevant & holders:
+        return holders
+    if not relevant & holders:
         best = max(scores[t] for t in holders)
         relevant |= {t for t in holders if scores[t] == best}
+    return relevant & holders
 
 
 def _keep(scores: dict[str, float], scored: TableScores, threshold: float, settings: DirectiveSettings) -> set[str]:
     relevant = {t for t, s in scores.items() if s >= threshold}
+    # The threshold fitted for questions of the usual length: a short question's higher one (keep_threshold)
+    # prunes below the home-schema floor and bridge ends no deeper.
+    fitted = min(threshold, settings.threshold_for(scored.has_knowledge))
     if scored.schemas and relevant:
         # The best table's schema (a warehouse dataset), and any the question names, are where it is likely
         # answered.
         homes = {scored.schemas.get(max(scores, key=lambda t: scores[t])), *scored.named_schemas}
-        floor = threshold * settings.home_schema_share
+        floor = fitted * settings.home_schema_share
         relevant |= {t for t, s in scores.items() if s >= floor and scored.schemas.get(t) in homes}
+    # The ends bridges may join: tables the model is sure of, and those kept on evidence (below).
+    sure = {t for t in relevant if scores[t] >= fitted * settings.bridge_ends}
     # A column the knowledge writes out is an anchor: its table is kept whatever the model says. When
     # several tables have that column, the likeliest of them is kept (all of them with keep_shared_anchors).
     for holders in scored.anchor_groups:
-        _keep_holders(relevant, set(holders), scores, len(holders) if settings.keep_shared_anchors else 1)
+        most = len(holders) if settings.keep_shared_anchors else 1
+        sure |= _keep_holders(relevant, set(holders), scores, most)
     # A value of the question found in a table's data (or its value description) is evidence for it: its
     # holders are kept, or, when more tables than `value_holders` hold it, the likeliest of them.
     held: dict[str, set[str]] = {}
@@ -211,21 +223,29 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
         for value in board.entries[table].values:
             held.setdefault(value, set()).add(table)
     for value_holders in held.values():
-        _keep_holders(relevant, value_holders, scores, settings.value_holders)
-    # A table the question names by a word WordNet relates to its name ("vessels" for `Ship`) is kept, when
-    # at most `thesaurus_holders` tables have that word in their names. A related word never flags a table.
+        sure |= _keep_holders(relevant, value_holders, scores, settings.value_holders)
+    # A table the question names by a word WordNet relates to its name ("vessels" for `Ship`), or by a word of
+    # its family ("followers" for `follows`), is kept when at most `thesaurus_holders` tables have that word in
+    # their names. A related word never flags a table.
     for named in scored.synonym_groups:
         if len(named) <= settings.thesaurus_holders:
             relevant |= set(named)
+            sure |= set(named)
     # A code/title dictionary and its fact table (`D_ICD_DIAGNOSES`, `DIAGNOSES_ICD`) go together: "the
     # diagnosis" may need either, and the join between them is the code.
     if settings.keep_pairs:
-        relevant = keep_pairs(relevant, scored.lexicon)
+        paired = keep_pairs(relevant, scored.lexicon)
+        sure |= paired - relevant
+        relevant = paired
     if relevant and settings.keep_best:
-        relevant.add(max(scores, key=lambda t: scores[t]))
+        best = max(scores, key=lambda t: scores[t])
+        relevant.add(best)
+        sure.add(best)
     if relevant:
+        # Tables on join paths between two ends it is sure of: a path to a table kept on a middling score is
+        # as unsure as that table (`bridge_ends`).
         floor = threshold * settings.bridge_floor
-        relevant |= {t for t in bridges(relevant, scored.lexicon, settings.max_bridge_hops) if scores[t] >= floor}
+        relevant |= {t for t in bridges(sure, scored.lexicon, settings.max_bridge_hops) if scores[t] >= floor}
     return relevant
 
 
