@@ -14,10 +14,11 @@ from sophrosyne.directives import (
     keep_threshold,
     score_tables,
 )
-from sophrosyne.directives.knowledge import capitalised_phrases
+from sophrosyne.directives.knowledge import capitalised_phrases, listed_names
 from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.directives.units import fold_units, question_numbers, shards_named, varying_digits
 from sophrosyne.index import SchemaIndex
+from sophrosyne.index.values import ValueIndex
 from sophrosyne.schema.catalog import Catalog, Column, Table
 
 
@@ -71,6 +72,23 @@ def test_a_question_date_names_the_shard_group_holding_it() -> None:
 def test_a_capitalised_title_is_read_whole_across_its_small_words() -> None:
     question = "How many awards did Gone with the Wind win, and who wrote Of Mice and Men?"
     assert capitalised_phrases(question) == ["Gone with the Wind", "Of Mice and Men"]
+    assert listed_names("Gone with the Wind") == []
+    assert listed_names("Masters and Bachelors") == ["Masters", "Bachelors"]
+
+
+def test_a_list_of_names_that_is_no_value_is_looked_up_name_by_name() -> None:
+    c = catalog(
+        Table("degree_programs", text_columns("degree_program_id", "degree_summary_name")),
+        Table("enrolment", text_columns("student_id", "degree_program_id", "semester_id")),
+        Table("semesters", text_columns("semester_id", "semester_name")),
+    )
+    rows = {"degree_programs": {"degree_summary_name": ["Master", "Bachelor", "PHD"]}}
+    values = ValueIndex.build(c, lambda t, col, limit: rows.get(t, {}).get(col, []))
+    question = "Which semester had both Masters and Bachelors students enrolled?"
+    scored = score_tables(question, None, c, SchemaIndex.build(c), values)
+    assert scored.board["degree_programs"].values == ["Masters", "Bachelors"]
+    strict = DirectiveSettings(threshold=0.99, question_threshold=0.99)
+    assert "degree_programs" in decide_directives(scored, strict).relevant
 
 
 def test_a_table_is_named_whatever_the_spacing_of_its_words() -> None:

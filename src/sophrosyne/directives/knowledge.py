@@ -77,6 +77,16 @@ def capitalised_phrases(text: str) -> list[str]:
     return phrases
 
 
+_LIST_JOINER = re.compile(r"\s+(?:and|&)\s+")
+
+
+def listed_names(phrase: str) -> list[str]:
+    """The names a capitalised phrase lists ("Masters and Bachelors" -> "Masters", "Bachelors"); [] when it
+    lists none ("Gone with the Wind")."""
+    parts = [p.strip() for p in _LIST_JOINER.split(phrase)]
+    return [p for p in parts if p] if len(parts) > 1 else []
+
+
 def knowledge_units(knowledge: str) -> list[str]:
     """Clauses of a knowledge entry, and each side of `A refers to B`."""
     units: list[str] = []

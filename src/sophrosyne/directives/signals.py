@@ -12,7 +12,7 @@ from sophrosyne.base.memo import per_object
 from sophrosyne.base.text import normalize as normalize_value
 from sophrosyne.base.text import shorten
 from sophrosyne.base.words import STOPWORDS, stemmed, word_tokens
-from sophrosyne.directives.knowledge import capitalised_phrases, infer_identifiers, quoted_literals
+from sophrosyne.directives.knowledge import capitalised_phrases, infer_identifiers, listed_names, quoted_literals
 from sophrosyne.index.fusion import fuse_rankings, top_ranked
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
@@ -184,10 +184,15 @@ def value_signals(question: str, knowledge: str, catalog: Catalog, values: Value
     value (`TableSignals.values`): a table holding a value of the question is evidence, never one to flag."""
     quoted = [lit for lit in quoted_literals(question) + quoted_literals(knowledge) if len(lit.strip()) >= 2]
     named = [p for p in capitalised_phrases(question) if p not in quoted]
-    for literal in quoted + named:
+    literals = quoted + named
+    for literal in literals:
         holders: set[str] = set()
         if values is not None:
             holders = {t for t, _ in values.lookup(literal) if t in board}
+            if not holders and literal in named:
+                # A list of names that is no value as a whole ("Masters and Bachelors") is looked up name by name.
+                literals += [name for name in listed_names(literal) if name not in literals]
+                named += listed_names(literal)
         if not holders and len(literal) >= 3 and literal in quoted:
             needle = normalize_value(literal)
             if needle:
