@@ -107,7 +107,7 @@ def _score_tables(
     if units is not None:
         # A shard's date or release is a value of the group's partition, written in the question.
         named = [t for t in shards_named(question, units) if t in board]
-        numbers = question_numbers(question)
+        numbers = question_numbers(question) if named else set()
         for t in named:
             board[t].note("value_mention", 1.0 / len(named), "the question names one of its shards")
             # ... and is kept as a value of the question is (`TableSignals.values`): never flagged for it.

@@ -191,8 +191,10 @@ def value_signals(question: str, knowledge: str, catalog: Catalog, values: Value
             holders = {t for t, _ in values.lookup(literal) if t in board}
             if not holders and literal in named:
                 # A list of names that is no value as a whole ("Masters and Bachelors") is looked up name by name.
-                literals += [name for name in listed_names(literal) if name not in literals]
-                named += listed_names(literal)
+                # (The loop goes on over the names appended.)
+                listed = [name for name in listed_names(literal) if name not in literals]
+                literals += listed
+                named += listed
         if not holders and len(literal) >= 3 and literal in quoted:
             needle = normalize_value(literal)
             if needle:
