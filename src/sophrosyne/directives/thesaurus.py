@@ -17,6 +17,11 @@ _STEMMER = Stemmer.Stemmer("english")
 WORDNET = Path("/usr/share/wordnet")  # Debian's wordnet-base: WordNet 3.0's database files
 # WordNet's rules for a plural noun's singular (morphy), after its list of irregular forms (noun.exc).
 _NOUN_ENDINGS = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"), ("ies", "y"))
+# WordNet's rules of detachment for verbs and adjectives (its `morphy`), after its exception lists.
+_OTHER_ENDINGS = (
+    ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", ""), ("s", ""),
+    ("est", ""), ("est", "e"), ("er", ""), ("er", "e"),
+)  # fmt: skip
 # Pointers followed from a sense: its hypernyms (@, @i) and hyponyms (~, ~i). Parts and wholes, and derived
 # forms, relate words that name different things (`wheel` is part of `car`).
 _RELATIONS = frozenset({"@", "@i", "~", "~i"})
@@ -36,6 +41,12 @@ class Thesaurus:
             parts = line.split()
             if len(parts) >= 2:
                 self._irregular.setdefault(parts[0], parts[1])
+        self._other_irregular: dict[str, str] = {}
+        for pos in ("verb", "adj"):
+            for line in (folder / f"{pos}.exc").read_text(encoding="utf-8").splitlines():
+                parts = line.split()
+                if len(parts) >= 2:
+                    self._other_irregular.setdefault(parts[0], parts[1])
         # Questions on one schema say the same words again and again: each look-up is kept.
         self._related = lru_cache(maxsize=65536)(self._related_uncached)
         self._lemma = lru_cache(maxsize=65536)(self._lemma_uncached)
@@ -52,6 +63,14 @@ class Thesaurus:
         if word.endswith("s") and not word.endswith("ss"):
             candidates.append(word[:-1])
         return next((c for c in candidates if c and self._offsets(c)), None)
+
+    def known_otherwise(self, word: str) -> bool:
+        """Whether WordNet knows the word, in some form, as a verb, an adjective or an adverb ("produced",
+        "youngest", "after")."""
+        word = word.lower()
+        candidates = [word, self._other_irregular.get(word, "")]
+        candidates += [word[: -len(end)] + base for end, base in _OTHER_ENDINGS if word.endswith(end)]
+        return any(c and _find_line(index, c.encode()) is not None for c in candidates for index in self._others)
 
     def senses(self, lemma: str) -> int:
         """How many noun senses the lemma has."""
@@ -132,10 +151,13 @@ def _find_line(data: mmap.mmap, key: bytes) -> bytes | None:
     return None
 
 
+_FILES = ("index.noun", "data.noun", "noun.exc", "index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc")
+
+
 @lru_cache(maxsize=4)
 def load_thesaurus(folder: Path = WORDNET) -> Thesaurus | None:
     """The thesaurus in `folder`, or None where its files are not installed (`apt-get install wordnet-base`)."""
-    if not all((folder / name).is_file() for name in ("index.noun", "data.noun", "noun.exc")):
+    if not all((folder / name).is_file() for name in _FILES):
         return None
     return Thesaurus(folder)
 
