@@ -3,7 +3,7 @@ entry that explains it) or stays unexplained; and which tables the index cannot 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,53 +65,72 @@ class Account:
 
 
 def account(
-    words: Iterable[str],
+    words: Sequence[str],
     lexicon: Lexicon,
     catalog: Catalog,
     values: ValueIndex | None,
     explained: Iterable[str],
-    names: Iterable[str] = (),
+    names: Sequence[str] = (),
     names_a_thing: Callable[[str], bool] | None = None,
     question: str = "",
 ) -> Account:
-    """Account for the question's words (`words`: as written, lower-cased) against the schema's names, value
-    descriptions and column descriptions, and the stems already explained elsewhere (`explained`: words of
-    values found, related words, synonyms, the knowledge)."""
+    """Account for the question's words (`words`: as written, lower-cased, in order) against the schema's names,
+    value descriptions and column descriptions, and the stems already explained elsewhere (`explained`: words
+    of values found, related words, synonyms, the knowledge). `names` are the question's quoted and
+    capitalised phrases; `names_a_thing` tells the words that may name a thing (`thing_words`)."""
     known = set(explained)
+    described = _described(catalog)
+
+    def has_home(term: str) -> bool:
+        return (
+            term in known
+            or term in _NAMES_NO_TABLE
+            or term in lexicon.name_words
+            or term.rstrip("s") in lexicon.name_words  # `ids` (kept whole by the stemmer) for `id`
+            or term in lexicon.value_words
+            or term in described
+        )
+
     unread = unread_tables(catalog, values)
-    if unread:
-        # Any word may be a value's ("papers on semantic parsing") where the data could not be read.
-        names_a_thing = None
+    stems = [[t for t in tokenize(w) if t not in QUERY_NOISE and not t.isdigit()] for w in words]
+    homeless = [bool(ts) and not all(map(has_home, ts)) for ts in stems]
     terms: dict[str, str] = {}  # stem -> the word as written, first seen
-    for word in words:
-        if names_a_thing is not None and not names_a_thing(word):
+    unexplained: dict[str, None] = {}
+    for i, (word, ts) in enumerate(zip(words, stems, strict=True)):
+        if not ts:
             continue
-        for term in tokenize(word):
-            if term not in QUERY_NOISE and not term.isdigit():
-                terms.setdefault(term, word)
-    homeless = [
-        written
-        for term, written in terms.items()
-        if term not in known
-        and term not in _NAMES_NO_TABLE
-        and term not in lexicon.name_words
-        and term.rstrip("s") not in lexicon.name_words  # `ids` (kept whole by the stemmer) for `id`
-        and term not in lexicon.value_words
-        and term not in _described(catalog)
-    ]
-    names = list(names)
-    written_as_names = stems_of(names)
-    as_names = tuple(w for w in dict.fromkeys(homeless) if set(tokenize(w)) & written_as_names)
-    homes: set[str] | None = set()
+        # A word that names no thing ("produced", "youngest") counts only where the data could not be read and
+        # it stands in a run of homeless words, as a value's words do ("papers on semantic parsing").
+        in_run = (i > 0 and homeless[i - 1]) or (i + 1 < len(words) and homeless[i + 1])
+        if names_a_thing is not None and not names_a_thing(word) and not (unread and in_run):
+            continue
+        for term in ts:
+            terms.setdefault(term, word)
+        if homeless[i]:
+            unexplained[word] = None
+    return Account(tuple(terms), tuple(unexplained), unread, *_name_homes(tuple(unexplained), names, lexicon, question))
+
+
+def _name_homes(
+    unexplained: tuple[str, ...], names: Sequence[str], lexicon: Lexicon, question: str
+) -> tuple[tuple[str, ...], frozenset[str] | None]:
+    """The unexplained words the question writes as names, and the tables that may hold them: those with a
+    column its phrase or the two words before it say ("Alameda County", "the city of Hickman"); None where
+    one of the names says none."""
+    written = stems_of(names)
+    as_names = tuple(w for w in unexplained if set(tokenize(w)) & written)
+    said_stems = {t for w in as_names for t in tokenize(w)}
+    homes: set[str] = set()
     for name in names:
-        if homes is None or not {tokenize(w)[0] for w in as_names if tokenize(w)} & set(tokenize(name)):
+        if not said_stems & set(tokenize(name)):
             continue
         at = question.find(name)
         said = tokenize(name) + (tokenize(question[:at])[-2:] if at > 0 else [])
         holders = {t for w in said for t in _column_words(lexicon).get(w, ())}
-        homes = homes | holders if holders else None
-    found = None if homes is None else frozenset(homes)
-    return Account(tuple(terms), tuple(dict.fromkeys(homeless)), unread, as_names, found)
+        if not holders:
+            return as_names, None
+        homes |= holders
+    return as_names, frozenset(homes)
 
 
 def thing_words(thesaurus: Thesaurus | None) -> Callable[[str], bool] | None:
