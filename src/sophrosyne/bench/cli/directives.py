@@ -23,7 +23,9 @@ def directives_command(
     dataset: Annotated[
         str | None,
         typer.Option(
-            help="Shared dataset: bird-dev, spider-dev, spider2-cloud, spider-syn or spider-syn-original.",
+            help="Shared dataset: bird-dev, spider-dev, spider2-cloud, spider-syn, spider-syn-original, "
+            "text2sql-classic (six classic sets) or text2sql-classic-SET (academic, geography, imdb, restaurants, "
+            "scholar, yelp).",
             show_default=False,
         ),
     ] = None,
@@ -113,7 +115,7 @@ def _load(
     if questions and tables:
         return load_custom(questions, tables, descriptions, databases)
     raise typer.BadParameter(
-        "give --dataset bird-dev|spider-dev|spider2-cloud|spider-syn|spider-syn-original, "
+        "give --dataset bird-dev|spider-dev|spider2-cloud|spider-syn|spider-syn-original|text2sql-classic, "
         "or --questions FILE with --tables FILE."
     )
 
