@@ -67,6 +67,14 @@ def directives_command(
     drop_keys: Annotated[
         bool, typer.Option(help="Remove every declared primary and foreign key first: joins are then inferred.")
     ] = False,
+    perturb: Annotated[
+        str,
+        typer.Option(
+            help="Change the dataset first (never its files): none, schema-only (no values), warehouse (abbreviated "
+            "upper-case DIM_/FACT_ names, _KEY columns, no descriptions), no-keys, or synonyms (Spider-Syn's "
+            "wording; spider-syn-original only)."
+        ),
+    ] = "none",
 ) -> None:
     """Directives on every question: none, directives, oracle and the paper's method, in one run.
 
@@ -76,12 +84,13 @@ def directives_command(
     """
     from sophrosyne.bench.directives_bench import ModelEndpoint, run_directives_bench
     from sophrosyne.bench.directives_report import plot_curve, report, write_json
+    from sophrosyne.bench.perturb import perturb as perturbed
     from sophrosyne.directives import DirectiveSettings
 
     if bool(llm_base_url) != bool(llm_model):
         raise typer.BadParameter("--llm-base-url and --llm-model go together.")
     with reported():
-        data = _load(dataset, questions, tables, descriptions, databases)
+        data = perturbed(_load(dataset, questions, tables, descriptions, databases), perturb)
         settings = DirectiveSettings(threshold=threshold, question_threshold=question_threshold)
         llm = ModelEndpoint(llm_base_url, llm_model, llm_api_key) if llm_base_url and llm_model else None
         with progress_bar(not quiet) as tick:
