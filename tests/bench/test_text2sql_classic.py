@@ -52,6 +52,7 @@ def test_variables_are_filled_as_whole_words_once_and_quoted_in_sql() -> None:
     )
 
 
+@pytest.mark.slow  # parses 2,233 gold queries: about a second
 def test_every_set_reads_with_every_gold_query_parsed_and_values_for_two_sets() -> None:
     root = shared_datasets("text2sql_classic")
     dataset = load_dataset("text2sql-classic")
@@ -80,16 +81,22 @@ def test_every_set_reads_with_every_gold_query_parsed_and_values_for_two_sets() 
     first = dataset.questions[0]
     assert first.question == "return me the homepage of PVLDB ."
     assert '"PVLDB"' in first.sql and dataset.gold[first.id] == {"journal"}
-    joined = next(q for q in dataset.questions if q.db_id == "restaurants" and "LOCATION" in q.sql)
-    assert dataset.gold[joined.id] == {"LOCATION", "RESTAURANT"}
-    pairs = [(q.db_id, q.question, q.sql) for q in dataset.questions]
-    assert len(pairs) == len(set(pairs))
 
 
-def test_one_set_by_name_and_an_unknown_one_refused(tmp_path: Path) -> None:
+def test_one_set_by_name_with_its_values_and_every_sentence_once(tmp_path: Path) -> None:
     shared_datasets("text2sql_classic")
-    assert "text2sql-classic-yelp" in DATASETS
-    yelp = load_dataset("text2sql-classic-yelp")
-    assert set(yelp.catalogs) == {"yelp"} and len(yelp.questions) == 128 and not yelp.database_files
+    assert "text2sql-classic-restaurants" in DATASETS
+    restaurants = load_dataset("text2sql-classic-restaurants")
+    assert set(restaurants.catalogs) == {"restaurants"} and not restaurants.skipped
+    assert set(restaurants.database_files) == {"restaurants"}
+    # 378 sentences, of which 125 distinct once their variables are filled in.
+    assert len(restaurants.questions) == 125 and set(restaurants.gold) == {q.id for q in restaurants.questions}
+    pairs = [(q.question, q.sql) for q in restaurants.questions]
+    assert len(pairs) == len(set(pairs))
+    first = restaurants.questions[0]
+    assert first.question == "how many buttercup kitchen are there in san francisco ?"
+    assert 'CITY_NAME = "san francisco"' in first.sql and 'NAME = "buttercup kitchen"' in first.sql
+    assert restaurants.gold[first.id] == {"LOCATION", "RESTAURANT"}
+    assert restaurants.catalogs["restaurants"].tables["RESTAURANT"].primary_key == ["ID"]
     with pytest.raises(ConfigError, match="unknown classic set"):
         load_text2sql_classic(tmp_path, "text2sql-classic-atis")
