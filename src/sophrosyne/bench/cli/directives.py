@@ -261,7 +261,7 @@ def robustness_table(result: dict[str, Any]) -> RichTable:
         title_justify="left",
         header_style="bold",
     )
-    table.add_column("set")
+    table.add_column("set", no_wrap=True)
     table.add_column("questions", justify="right")
     for kind in result["perturbations"]:
         table.add_column(kind, justify="right")
