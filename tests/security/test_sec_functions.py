@@ -170,6 +170,7 @@ FACTS = {
         "SELECT getenv('HOME')",
         "SELECT * FROM pragma_version()",
         "SELECT path FROM duckdb_databases()",
+        "SHOW ALL",  # sqlglot's parser once ran off its end (an internal error)
     ],
     "postgres": [
         "SELECT version()",
@@ -179,6 +180,9 @@ FACTS = {
         "SELECT setting FROM pg_settings WHERE name = 'data_directory'",
         "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'port'",
         "SELECT inet_server_addr()",
+        "SHOW data_directory",
+        "TABLE pg_file_settings",
+        "SELECT * FROM pg_config",
     ],
     "mysql": [
         "SELECT @@hostname",
@@ -195,6 +199,8 @@ FACTS = {
         "SELECT current_role",
         "SELECT uuid()",
         "SELECT variable_value FROM information_schema.global_variables WHERE variable_name = 'datadir'",
+        "SHOW VARIABLES LIKE 'datadir'",
+        "WITH x AS (SELECT @@port AS p) SELECT p FROM x",
     ],
 }
 
