@@ -226,7 +226,7 @@ class Paths(Section):
     """Files the environment reads or writes."""
 
     cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
-    audit_log: Path | None = Field(None, description="JSONL file that receives one record per tool call.")
+    audit_log: Path | None = Field(None, description="JSONL record per tool call, resource read, prompt, completion.")
     policy_file: Path | None = Field(None, description="TOML file with roles, row filters and column rules.")
 
 

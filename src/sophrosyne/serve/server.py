@@ -258,7 +258,7 @@ def build_server(
         # A program has its own wall-clock limit, longer than a statement's: its call is given that long.
         program_s = max(settings.limits.timeout_s, settings.sandbox.wall_s + 5)
         _add_run_python(server, sources, map_calls(sources, audit, calls, seconds=program_s))
-    server.table_resources = add_features(server, sources, caller_view, calls)
+    server.table_resources = add_features(server, sources, caller_view, calls, audit)
     (notices or Notices()).install(server)
     server.middleware.append(_WarmAfterHandshake(sources))
     return server
