@@ -86,8 +86,11 @@ def test_question_words_the_schema_lacks_find_their_nearest_schema_word() -> Non
     )
     index = SchemaIndex.build(c)
     # "films" -> movie; "released" (not stemmed to the schema's "release") -> release.
-    assert synonyms("Which films were released in 1999?", lexicon_for(c), index, 0.45) == ["movie", "release"]
-    assert synonyms("Which venue is largest?", lexicon_for(c), index, 0.45) == []  # its words are the schema's
+    assert synonyms("Which films were released in 1999?", lexicon_for(c), index, 0.45) == {
+        "film": "movie",
+        "released": "release",
+    }
+    assert synonyms("Which venue is largest?", lexicon_for(c), index, 0.45) == {}  # its words are the schema's
     assert "movie" not in synonyms("Who is the supervisor of Ann?", lexicon_for(c), index, 0.45)
 
 

@@ -88,6 +88,7 @@ def account(
             or term in lexicon.name_words
             or term.rstrip("s") in lexicon.name_words  # `ids` (kept whole by the stemmer) for `id`
             or term in lexicon.value_words
+            or term in _column_words(lexicon)  # spelled out too: `order_qty` as "order quantity"
             or term in described
         )
 

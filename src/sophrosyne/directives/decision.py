@@ -280,7 +280,9 @@ def links(relevant: set[str], lexicon: Lexicon) -> set[str]:
     """Tables whose own key columns point at two kept tables (declared keys, or inferred ones where none are
     declared): a linking table (`writes` between `author` and `paper`) is needed whenever both ends are, though
     the question never names it."""
-    linked = {t for t, ends in _references(lexicon).items() if t not in relevant and len(ends & relevant) >= 2}
+    linked = {
+        t for t, ends in _references(lexicon).items() if t not in relevant and sum(e in relevant for e in ends) >= 2
+    }
     if len(relevant) >= 2:
         # A linking table whose ends no join names (`directed_by`: id, msid, did) may join any two kept tables.
         linked |= _unresolved_links(lexicon) - relevant
@@ -288,8 +290,9 @@ def links(relevant: set[str], lexicon: Lexicon) -> set[str]:
 
 
 @per_object(limit=256)
-def _references(lexicon: Lexicon) -> dict[str, set[str]]:
-    """Table -> the tables its key columns point at, over the joins directives use (`Lexicon.graph`)."""
+def _references(lexicon: Lexicon) -> dict[str, tuple[str, ...]]:
+    """Linking table -> the tables its key columns point at, over the joins directives use (`Lexicon.graph`).
+    Kept as tuples of names, which the garbage collector stops tracking (a warehouse has thousands)."""
     found: dict[str, set[str]] = {}
     keys: dict[str, int] = {}
     for (table, _), ref in lexicon.join_columns.items():
@@ -301,7 +304,7 @@ def _references(lexicon: Lexicon) -> dict[str, set[str]]:
     width: dict[str, int] = {}
     for table, _ in lexicon.visible:
         width[table] = width.get(table, 0) + 1
-    return {t: ends for t, ends in found.items() if 2 * keys[t] >= width[t]}
+    return {t: tuple(sorted(ends)) for t, ends in found.items() if 2 * keys[t] >= width[t]}
 
 
 _KEY_WORDS = frozenset({"id", "key", "code", "cd", "nbr", "num", "no", "sk", "fk"})
