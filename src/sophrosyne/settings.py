@@ -114,7 +114,7 @@ class Limits(Section):
     )
     worker_threads: int = Field(32, ge=2, le=1024, description="Threads running tool calls (per HTTP worker).")
     python_programs: int = Field(4, ge=2, le=256, description="Python programs running at once, in their own threads.")
-    client_calls: int = Field(4, ge=1, le=1024, description="Most calls one client may have running at once.")
+    client_calls: int = Field(2, ge=1, le=1024, description="Most calls one client may have running at once.")
     client_queue: int = Field(64, ge=0, le=100_000, description="Most calls of one client waiting to run.")
     client_wait_s: float = Field(30.0, ge=0, le=3600, description="Longest a call may wait to run, seconds.")
 

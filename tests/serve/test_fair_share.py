@@ -18,12 +18,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
+import sophrosyne.serve.calls as calls_module
 from fixtures.engines import build_sqlite
 from fixtures.policies import POLICY, TOKENS
 from fixtures.serving import SLOW_SQL, free_port
 from sophrosyne.environment import Environment
-from sophrosyne.errors import Busy
-from sophrosyne.serve.calls import FairShare
+from sophrosyne.errors import Busy, QueryTimeout
+from sophrosyne.serve.calls import Calls, FairShare
 from sophrosyne.serve.run import http_asgi
 from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
@@ -221,5 +222,32 @@ def test_a_thread_handed_to_a_cancelled_call_is_given_back() -> None:
             share.leave("a")  # hands the thread to the waiting call...
             group.cancel_scope.cancel()  # ...which is cancelled before it runs
         assert share.busy == 0 and share.running == {} and not share._waiting
+
+    anyio.run(main)
+
+
+def test_a_call_answered_at_its_deadline_keeps_its_thread_until_its_work_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call whose work does not notice its deadline is answered at the deadline (plus grace), but its client's
+    share counts it until the work has ended: otherwise a client could pile up threads that still run."""
+    monkeypatch.setattr(calls_module, "GRACE_S", 0.05)
+    calls = Calls(Settings(worker_threads=4, client_calls=1, client_queue=0))
+    done = threading.Event()
+
+    def deaf() -> str:
+        time.sleep(0.25)  # notices no deadline
+        done.set()
+        return "late"
+
+    async def main() -> None:
+        with pytest.raises(QueryTimeout):
+            await calls.run(deaf, timeout_s=0.05)
+        assert not done.is_set()
+        with pytest.raises(Busy):  # its one thread still runs the first call's work
+            await calls.run(lambda: "quick", timeout_s=1)
+        while not done.is_set():
+            await anyio.sleep(0.01)
+        await anyio.sleep(0.02)
+        assert await calls.run(lambda: "quick", timeout_s=1) == "quick"
+        assert calls.pool("tools").busy == 0 and calls.active == 0
 
     anyio.run(main)
