@@ -107,9 +107,13 @@ def test_a_flooding_token_leaves_another_token_its_threads(tmp_path: Path) -> No
                 for _ in range(4):
                     await trivial(other, loaded)
                 measured.append(time.perf_counter() - began)
+                # The share is the token's, not the connection's: another session of it finds its queue full.
+                async with session(url, TOKENS["ops"]) as same_token:
+                    same.append(text_of(await same_token.call_tool("execute_sql", {"sql": "SELECT 1 AS one"})))
                 group.cancel_scope.cancel()  # the flood's client leaves; its statements stop
 
     measured: list[float] = []
+    same: list[str] = []
     with served(tmp_path) as url:
         anyio.run(run, url)
     # Without the share the 4 threads are the flood's, and a trivial call waits ~TIMEOUT_S for one.
@@ -120,6 +124,7 @@ def test_a_flooding_token_leaves_another_token_its_threads(tmp_path: Path) -> No
     assert len(refused) == 2, refused
     assert all(f"you have {PER_CLIENT} calls running (at most {PER_CLIENT} run at once)" in t for t in refused)
     assert all("Hint: Wait for the answers of your calls in flight" in t for t in refused)
+    assert "found 2 waiting already" in same[0], same
     print(
         f"\ntrivial call: unloaded median {statistics.median(unloaded) * 1000:.0f} ms, under flood median "
         f"{statistics.median(loaded) * 1000:.0f} ms, max {max(loaded) * 1000:.0f} ms"
@@ -249,5 +254,18 @@ def test_a_call_answered_at_its_deadline_keeps_its_thread_until_its_work_ends(mo
         await anyio.sleep(0.02)
         assert await calls.run(lambda: "quick", timeout_s=1) == "quick"
         assert calls.pool("tools").busy == 0 and calls.active == 0
+
+    anyio.run(main)
+
+
+def test_a_client_with_no_call_running_is_told_the_server_is_busy_with_others() -> None:
+    async def main() -> None:
+        share = FairShare(size=4, per_client=3, queue=0, wait_s=0.05)
+        for name in ("a", "a", "a", "b"):
+            await share.enter(name)
+        with pytest.raises(Busy) as refused:
+            await share.enter("c")
+        assert "busy with other clients' calls: no thread is free" in str(refused.value)
+        assert "Send it again in a moment" in str(refused.value)
 
     anyio.run(main)

@@ -107,9 +107,9 @@ class FairShare:
     def _busy(self, client: str, *, waited: bool) -> Busy:
         held, queued = self.running.get(client, 0), len(self._waiting.get(client, ()))
         if held == 0:
+            why = f"this call waited {self.wait_s:g} s for a thread" if waited else "no thread is free"
             return Busy(
-                f"the server is busy with other clients' calls; this call waited {self.wait_s:g} s and was not "
-                "started.",
+                f"the server is busy with other clients' calls: {why}, and it was not started.",
                 hint="Send it again in a moment.",
             )
         why = f"waited {self.wait_s:g} s for one of them to end" if waited else f"found {queued} waiting already"
