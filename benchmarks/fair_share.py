@@ -160,7 +160,7 @@ async def scenario(
     report: dict[str, Any] = {"flood": args.flood, "slow_call": slow[1]}
     async with session(url, TOKENS["other"]) as other, session(url, TOKENS["flooder"]) as flooder:
         for name, tool, arguments in trivial:
-            await timed_calls(other, tool, arguments, 3, args.limit_s)  # warm-up
+            await timed_calls(other, tool, arguments, 20 if name == "sql" else 2, args.limit_s)  # warm-up
             n = args.program_calls if name == "program" else args.calls  # a sandbox takes a second to start
             report[f"{name}_unloaded"] = await timed_calls(other, tool, arguments, n, args.limit_s)
 
