@@ -16,7 +16,7 @@ from sophrosyne.audit import AuditLog, statements
 from sophrosyne.base.text import estimate_tokens
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.serve.caller import caller_view
-from sophrosyne.serve.calls import Calls
+from sophrosyne.serve.calls import Calls, Pool
 from sophrosyne.sources import Sources
 from sophrosyne.tools.base import render_error
 
@@ -34,13 +34,15 @@ SESSION = uuid.uuid4().hex[:12]  # one server process; HTTP callers are told apa
 
 
 def map_calls(
-    sources: Sources, audit: AuditLog | None, calls: Calls, seconds: float | None = None
+    sources: Sources, audit: AuditLog | None, calls: Calls, seconds: float | None = None, pool: Pool = "tools"
 ) -> Callable[[ToolFn], AsyncToolFn]:
     """The one place where environment errors become MCP tool errors (internals never leave the server)
     and where each call is audited: role, arguments, SQL as written and executed, rows, time, tokens.
 
-    Each call runs in a worker thread under its deadline (`timeout_s`, or `seconds`), so a slow call never holds
-    up another, and a call whose client cancelled or left stops its work and its statement."""
+    Each call runs in a worker thread of `pool` under its deadline (`timeout_s`, or `seconds`), within its
+    client's share of the threads (a client past it waits, or is told it is busy: Busy), so a slow call never
+    holds up another, and a call whose client cancelled or left stops its work and its statement."""
+    calls.configure(sources.settings)
 
     def decorate(fn: ToolFn) -> ToolFn:
         def audited(*args: Any, **kwargs: Any) -> CallToolResult:
@@ -51,8 +53,8 @@ def map_calls(
         async def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
             try:
                 limit = seconds if seconds is not None else sources.settings.limits.timeout_s
-                return await calls.run(functools.partial(audited, *args, **kwargs), limit)
-            except SophrosyneError as exc:  # refused before it ran, or stopped at the deadline
+                return await calls.run(functools.partial(audited, *args, **kwargs), limit, pool)
+            except SophrosyneError as exc:  # refused before it ran (busy, draining), or stopped at the deadline
                 raise _ToolFailure(exc) from None
 
         return wrapper  # type: ignore[return-value]
