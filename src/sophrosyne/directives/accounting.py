@@ -15,24 +15,23 @@ from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.values import ValueIndex
 from sophrosyne.schema.catalog import Catalog, is_text_type
 
-
 # Words that name no table: the calendar (a value of any date column: "in January", "each month"), numbers
 # written out ("the five largest"), and words for the data itself ("the data", "all the information"). Plain
 # English, not any benchmark's phrasing.
 _CALENDAR = frozenset(
-    """january february march april may june july august september october november december jan feb mar apr jun
-    jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday day days week weeks month
-    months year years quarter quarters date dates time times today yesterday tomorrow weekday weekend morning
-    evening night hour hours minute minutes second seconds decade century period""".split()
+    """january february march april may june july august september october november december jan feb mar apr
+    jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday day days week
+    weeks month months year years quarter quarters date dates time times today yesterday tomorrow weekday
+    weekend morning evening night hour hours minute minutes second seconds decade century period""".split()  # noqa: SIM905
 )
 _NUMBERS = frozenset(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
-    seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million
-    billion dozen half third quarter first second fifth tenth""".split()
+    seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
+    million billion dozen half third quarter first second fifth tenth""".split()  # noqa: SIM905
 )
 _THE_DATA = frozenset(
-    """data dataset datasets database databases table tables record records row rows entry entries result results
-    information detail details value values field fields column columns list""".split()
+    """data dataset datasets database databases table tables record records row rows entry entries result
+    results information detail details value values field fields column columns list""".split()  # noqa: SIM905
 )
 _NAMES_NO_TABLE = frozenset(tokenize(" ".join(_CALENDAR | _NUMBERS | _THE_DATA)))
 
@@ -80,6 +79,7 @@ def account(
     capitalised phrases; `names_a_thing` tells the words that may name a thing (`thing_words`)."""
     known = set(explained)
     described = _described(catalog)
+    column_words = _column_words(lexicon)
 
     def has_home(term: str) -> bool:
         return (
@@ -88,7 +88,7 @@ def account(
             or term in lexicon.name_words
             or term.rstrip("s") in lexicon.name_words  # `ids` (kept whole by the stemmer) for `id`
             or term in lexicon.value_words
-            or term in _column_words(lexicon)  # spelled out too: `order_qty` as "order quantity"
+            or term in column_words  # spelled out too: `order_qty` as "order quantity"
             or term in described
         )
 
@@ -159,13 +159,14 @@ def stems_of(texts: Iterable[str]) -> set[str]:
 
 
 @per_object(limit=256)
-def _column_words(lexicon: Lexicon) -> dict[str, frozenset[str]]:
-    """Word of a column's name -> the tables with such a column."""
+def _column_words(lexicon: Lexicon) -> dict[str, tuple[str, ...]]:
+    """Word of a column's name (spelled out too) -> the tables with such a column: tuples of names, which the
+    garbage collector stops tracking (a warehouse has tens of thousands of words)."""
     found: dict[str, set[str]] = {}
     for spelling, pairs in lexicon.columns.items():
         for word in spelling.split():
             found.setdefault(word, set()).update(t for t, _ in pairs)
-    return {w: frozenset(ts) for w, ts in found.items()}
+    return {w: tuple(sorted(ts)) for w, ts in found.items()}
 
 
 @per_object(limit=256)

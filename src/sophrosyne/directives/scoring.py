@@ -12,10 +12,10 @@ from sophrosyne.base.words import QUERY_NOISE, stemmed, tokenize, word_tokens
 from sophrosyne.directives.accounting import Account, account, related_stems, stems_of, thing_words
 from sophrosyne.directives.knowledge import (
     Knowledge,
+    capitalised_phrases,
     knowledge_text,
     knowledge_units,
     passages,
-    capitalised_phrases,
     question_units,
     quoted_literals,
     relevant_passages,
@@ -150,7 +150,9 @@ def _score_tables(
     explained = stems_of(v for e in board.entries.values() for v in e.values)
     explained |= related_stems(related) | set(standing_in) | stems_of([text])
     names = quoted_literals(question) + capitalised_phrases(question)
-    accounted = account(word_tokens(question), lexicon, catalog, value_index, explained, names, thing_words(thesaurus), question)
+    accounted = account(
+        word_tokens(question), lexicon, catalog, value_index, explained, names, thing_words(thesaurus), question
+    )
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.own():
         entry.score = probability(entry.features, weights)
