@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import mmap
-from functools import lru_cache
-from pathlib import Path
+import gzip
+from functools import cache, lru_cache
+from importlib import resources
 
 import Stemmer
 
@@ -14,28 +14,34 @@ from sophrosyne.index.lexicon import Lexicon
 
 _STEMMER = Stemmer.Stemmer("english")
 
-WORDNET = Path("/usr/share/wordnet")  # Debian's wordnet-base: WordNet 3.0's database files
+# WordNet 3.0's nouns, shipped with the package so that every install gives the same directives; built by
+# scripts/build_lexicon_data.py from Debian's wordnet-base (WordNet's licence: WORDNET_LICENSE beside it).
+DATA_FILE = "wordnet_nouns.gz"
+# The data file's sections (the licence, the noun index, the synsets, the other parts of speech, the irregular
+# plurals) are joined by a byte no WordNet line holds.
+SECTION = b"\n\x1d\n"
+# A synset is the line at its byte offset in the synsets' section, written with this many digits.
+OFFSET_WIDTH = 7
 # WordNet's rules for a plural noun's singular (morphy), after its list of irregular forms (noun.exc).
 _NOUN_ENDINGS = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"), ("ies", "y"))
 # Pointers followed from a sense: its hypernyms (@, @i) and hyponyms (~, ~i). Parts and wholes, and derived
-# forms, relate words that name different things (`wheel` is part of `car`).
-_RELATIONS = frozenset({"@", "@i", "~", "~i"})
+# forms, relate words that name different things (`wheel` is part of `car`). The data file holds only these.
+RELATIONS = frozenset({"@", "@i", "~", "~i"})
 
 
 class Thesaurus:
-    """WordNet's nouns, read from its index and data files in place (memory-mapped, searched by bisection:
-    nothing is parsed up front, so loading costs nothing and a look-up a few microseconds)."""
+    """WordNet's nouns as the data file holds them, searched in place: the sorted index lines by bisection over
+    their bytes, a synset by its byte offset; nothing is parsed up front, and a look-up takes microseconds."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self._index = _mapped(folder / "index.noun")
-        self._others = [_mapped(folder / f"index.{pos}") for pos in ("verb", "adj", "adv")]
-        self._data = _mapped(folder / "data.noun")
-        self._irregular: dict[str, str] = {}
-        for line in (folder / "noun.exc").read_text(encoding="utf-8").splitlines():
-            parts = line.split()
-            if len(parts) >= 2:
-                self._irregular.setdefault(parts[0], parts[1])
+    def __init__(self, data: bytes) -> None:
+        sections = data.split(SECTION)
+        if len(sections) != 5:
+            raise ValueError(f"a thesaurus data file has 5 sections, not {len(sections)}")
+        _licence, self._index, synsets, self._others, irregular = sections
+        # `lemma synset...` per noun and `word senses` per word of another part of speech, sorted by bytes;
+        # `words|related synset...` per synset, found by its offset: nothing to split or parse up front.
+        self._synsets = synsets
+        self._irregular = dict(line.split(" ", 1) for line in irregular.decode("utf-8").splitlines())
         # Questions on one schema say the same words again and again: each look-up is kept.
         self._related = lru_cache(maxsize=65536)(self._related_uncached)
         self._lemma = lru_cache(maxsize=65536)(self._lemma_uncached)
@@ -60,12 +66,8 @@ class Thesaurus:
     def mostly_noun(self, word: str, lemma: str) -> bool:
         """Whether the word has more senses as a noun than as a verb, an adjective or an adverb
         ("quarterly", "insured" are mostly not nouns)."""
-        nouns = self.senses(lemma)
-        for index in self._others:
-            line = _find_line(index, word.lower().replace(" ", "_").encode())
-            if line is not None and int(line.split()[2]) >= nouns:
-                return False
-        return True
+        line = _find_line(self._others, word.lower().replace(" ", "_").encode())
+        return line is None or int(line.split()[1]) < self.senses(lemma)
 
     def related(self, word: str, senses: int) -> frozenset[str]:
         """Lemmas (spaced words: `medical care`) of the word's first `senses` noun senses, WordNet's most
@@ -78,44 +80,28 @@ class Thesaurus:
             return frozenset()
         found: set[str] = set()
         for offset in self._offsets(lemma)[:senses]:
-            words, pointers = self._synset(offset)
+            words, related = self._synset(offset)
             found.update(words)
-            for symbol, target in pointers:
-                if symbol in _RELATIONS:
-                    found.update(self._synset(target)[0])
+            for target in related:
+                found.update(self._synset(target)[0])
         found.discard(lemma.replace("_", " "))
         return frozenset(found)
 
     def _offsets_uncached(self, lemma: str) -> tuple[int, ...]:
+        """The offsets of the lemma's noun synsets, WordNet's most frequent sense first."""
         line = _find_line(self._index, lemma.encode())
-        if line is None:
-            return ()
-        fields = line.split()
-        pointer_count = int(fields[3])
-        return tuple(int(f) for f in fields[6 + pointer_count :])
+        return () if line is None else tuple(int(f) for f in line.split()[1:])
 
-    def _synset(self, offset: int) -> tuple[list[str], list[tuple[str, int]]]:
-        """The words of the synset at this byte offset of data.noun, and its noun pointers (symbol, offset)."""
-        end = self._data.find(b"\n", offset)
-        fields = self._data[offset:end].split(b" | ", 1)[0].decode("utf-8", "replace").split()
-        count = int(fields[3], 16)
-        words = [fields[4 + 2 * i].lower().replace("_", " ") for i in range(count)]
-        at = 4 + 2 * count
-        pointers = []
-        for i in range(int(fields[at])):
-            symbol, target, pos = fields[at + 1 + 4 * i : at + 4 + 4 * i]
-            if pos == "n":
-                pointers.append((symbol, int(target)))
-        return words, pointers
+    def _synset(self, offset: int) -> tuple[list[str], list[int]]:
+        """The words of a synset (spaced), and the offsets of the synsets one step more general or specific."""
+        end = self._synsets.find(b"\n", offset)
+        line = self._synsets[offset : None if end < 0 else end]
+        names, related = line.decode("utf-8").split("|")
+        return [w.replace("_", " ") for w in names.split()], [int(t) for t in related.split()]
 
 
-def _mapped(path: Path) -> mmap.mmap:
-    with path.open("rb") as file:
-        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def _find_line(data: mmap.mmap, key: bytes) -> bytes | None:
-    """The line of a sorted index file that starts with `key` and a space, by bisection over byte offsets."""
+def _find_line(data: bytes, key: bytes) -> bytes | None:
+    """The line of sorted lines that starts with `key` and a space, by bisection over byte offsets."""
     low, high = 0, len(data)
     while low < high:
         middle = (low + high) // 2
@@ -123,7 +109,7 @@ def _find_line(data: mmap.mmap, key: bytes) -> bytes | None:
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
         found = data[start:end].split(b" ", 1)[0]
-        if data[start : start + 1] == b" " or found < key:  # the licence at the top sorts before every entry
+        if found < key:
             low = end + 1
         elif found > key:
             high = start
@@ -132,12 +118,11 @@ def _find_line(data: mmap.mmap, key: bytes) -> bytes | None:
     return None
 
 
-@lru_cache(maxsize=4)
-def load_thesaurus(folder: Path = WORDNET) -> Thesaurus | None:
-    """The thesaurus in `folder`, or None where its files are not installed (`apt-get install wordnet-base`)."""
-    if not all((folder / name).is_file() for name in ("index.noun", "data.noun", "noun.exc")):
-        return None
-    return Thesaurus(folder)
+@cache
+def load_thesaurus() -> Thesaurus:
+    """The thesaurus of the package's data file, read once, on the first question that needs it."""
+    data = resources.files(__package__).joinpath(DATA_FILE).read_bytes()
+    return Thesaurus(gzip.decompress(data))
 
 
 def schema_synonyms(
