@@ -18,7 +18,6 @@ from sophrosyne.directives import DirectiveSettings, decide_directives, score_ta
 from sophrosyne.directives.thesaurus import (
     DATA_FILE,
     SECTION,
-    Thesaurus,
     in_schema_words,
     load_thesaurus,
     schema_synonyms,
@@ -27,6 +26,9 @@ from sophrosyne.directives.thesaurus import (
 from sophrosyne.index import SchemaIndex
 from sophrosyne.index.lexicon import lexicon_for
 from sophrosyne.schema.catalog import Catalog, Column, Table
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = resources.files("sophrosyne.directives").joinpath(DATA_FILE)
 
 
 def makers() -> Catalog:
@@ -39,16 +41,8 @@ def makers() -> Catalog:
     return Catalog(tables={t.name: t for t in tables})
 
 
-ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = resources.files("sophrosyne.directives").joinpath(DATA_FILE)
-
-
-def wordnet() -> Thesaurus:
-    return load_thesaurus()
-
-
 def test_every_noun_of_wordnet_has_its_senses_in_the_shipped_data() -> None:
-    thesaurus = wordnet()
+    thesaurus = load_thesaurus()
     lines = (debian_wordnet() / "index.noun").read_text(encoding="utf-8").splitlines()
     entries = [line for line in lines if not line.startswith(" ")]
     assert len(entries) > 100_000
@@ -82,7 +76,7 @@ def test_the_shipped_data_is_small_carries_wordnets_licence_and_is_in_the_wheel(
 
 
 def test_plural_and_irregular_forms_find_their_noun() -> None:
-    thesaurus = wordnet()
+    thesaurus = load_thesaurus()
     assert thesaurus.lemma("universities") == "university"
     assert thesaurus.lemma("manufacturers") == "manufacturer"
     assert thesaurus.lemma("children") == "child"  # noun.exc
@@ -91,7 +85,7 @@ def test_plural_and_irregular_forms_find_their_noun() -> None:
 
 
 def test_related_nouns_are_synonyms_and_one_step_up_or_down() -> None:
-    thesaurus = wordnet()
+    thesaurus = load_thesaurus()
     assert "maker" in thesaurus.related("manufacturers", 1)  # the same sense
     assert "semester" in thesaurus.related("academic session", 1)  # one step more specific
     assert "doctor" in thesaurus.related("veterinarian", 1)  # one step more general
@@ -102,12 +96,12 @@ def test_related_nouns_are_synonyms_and_one_step_up_or_down() -> None:
 
 def test_question_words_are_related_to_table_name_words_only() -> None:
     lexicon = lexicon_for(makers())
-    related = schema_synonyms("Which manufacturers are in each nation?", lexicon, wordnet(), 1, 3)
+    related = schema_synonyms("Which manufacturers are in each nation?", lexicon, load_thesaurus(), 1, 3)
     # `country` is a column's word, not a table's: only table names are read, so "nation" relates to nothing.
     assert related == {"manufacturers": ["maker"]}
     assert in_schema_words("Which manufacturers are in each nation?", related) == ["nation", "maker"]
     # A word the schema has already is not looked up again.
-    assert schema_synonyms("Which maker has the most dealers?", lexicon, wordnet(), 1, 3) == {}
+    assert schema_synonyms("Which maker has the most dealers?", lexicon, load_thesaurus(), 1, 3) == {}
 
 
 def test_a_table_named_by_a_related_word_is_kept_never_flagged() -> None:
@@ -126,7 +120,7 @@ def test_a_table_named_by_a_related_word_is_kept_never_flagged() -> None:
 def test_a_related_noun_with_of_is_read_by_the_noun_it_opens_with() -> None:
     catalog = Catalog(tables={"course": Table("course", [Column("Title", "TEXT")]), "study": Table("study", [])})
     # "curriculum" is "course of study" in WordNet: a course, not a study.
-    assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), wordnet(), 1, 3) == {
+    assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), load_thesaurus(), 1, 3) == {
         "curriculum": ["course"]
     }
 
