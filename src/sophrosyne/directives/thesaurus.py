@@ -18,7 +18,7 @@ _STEMMER = Stemmer.Stemmer("english")
 # scripts/build_lexicon_data.py from Debian's wordnet-base (WordNet's licence: WORDNET_LICENSE beside it).
 DATA_FILE = "wordnet_nouns.gz"
 # The data file's sections (the licence, the noun index, the synsets, the other parts of speech, the irregular
-# plurals) are joined by a byte no WordNet line holds.
+# plurals) are joined by a line of one byte (the group separator) that no WordNet line holds.
 SECTION = b"\n\x1d\n"
 # A synset is the line at its byte offset in the synsets' section, written with this many digits.
 OFFSET_WIDTH = 7
@@ -34,14 +34,21 @@ class Thesaurus:
     their bytes, a synset by its byte offset; nothing is parsed up front, and a look-up takes microseconds."""
 
     def __init__(self, data: bytes) -> None:
-        sections = data.split(SECTION)
-        if len(sections) != 5:
-            raise ValueError(f"a thesaurus data file has 5 sections, not {len(sections)}")
-        _licence, self._index, synsets, self._others, irregular = sections
+        # Each section is a span of the one decompressed buffer: nothing is copied, split or parsed up front.
+        self._data = data
+        spans, start = [], 0
+        # The one byte, not the line around it, is searched for: a single byte is found at memchr's speed.
+        while (at := data.find(SECTION[1:2], start)) >= 0:
+            spans.append((start, at - 1))
+            start = at + 2
+        spans.append((start, len(data)))
+        if len(spans) != 5:
+            raise ValueError(f"a thesaurus data file has 5 sections, not {len(spans)}")
         # `lemma synset...` per noun and `word senses` per word of another part of speech, sorted by bytes;
-        # `words|related synset...` per synset, found by its offset: nothing to split or parse up front.
-        self._synsets = synsets
-        self._irregular = dict(line.split(" ", 1) for line in irregular.decode("utf-8").splitlines())
+        # `words|related synset...` per synset, found by its offset in its section.
+        _licence, self._index, self._synsets, self._others, irregular = spans
+        lines = data[irregular[0] : irregular[1]].decode("utf-8").splitlines()
+        self._irregular = dict(line.split(" ", 1) for line in lines)
         # Questions on one schema say the same words again and again: each look-up is kept.
         self._related = lru_cache(maxsize=65536)(self._related_uncached)
         self._lemma = lru_cache(maxsize=65536)(self._lemma_uncached)
@@ -66,7 +73,7 @@ class Thesaurus:
     def mostly_noun(self, word: str, lemma: str) -> bool:
         """Whether the word has more senses as a noun than as a verb, an adjective or an adverb
         ("quarterly", "insured" are mostly not nouns)."""
-        line = _find_line(self._others, word.lower().replace(" ", "_").encode())
+        line = _find_line(self._data, self._others, word.lower().replace(" ", "_").encode())
         return line is None or int(line.split()[1]) < self.senses(lemma)
 
     def related(self, word: str, senses: int) -> frozenset[str]:
@@ -89,25 +96,28 @@ class Thesaurus:
 
     def _offsets_uncached(self, lemma: str) -> tuple[int, ...]:
         """The offsets of the lemma's noun synsets, WordNet's most frequent sense first."""
-        line = _find_line(self._index, lemma.encode())
+        line = _find_line(self._data, self._index, lemma.encode())
         return () if line is None else tuple(int(f) for f in line.split()[1:])
 
     def _synset(self, offset: int) -> tuple[list[str], list[int]]:
         """The words of a synset (spaced), and the offsets of the synsets one step more general or specific."""
-        end = self._synsets.find(b"\n", offset)
-        line = self._synsets[offset : None if end < 0 else end]
+        start, last = self._synsets[0] + offset, self._synsets[1]
+        end = self._data.find(b"\n", start, last)
+        line = self._data[start : last if end < 0 else end]
         names, related = line.decode("utf-8").split("|")
         return [w.replace("_", " ") for w in names.split()], [int(t) for t in related.split()]
 
 
-def _find_line(data: bytes, key: bytes) -> bytes | None:
-    """The line of sorted lines that starts with `key` and a space, by bisection over byte offsets."""
-    low, high = 0, len(data)
+def _find_line(data: bytes, span: tuple[int, int], key: bytes) -> bytes | None:
+    """The line of the sorted lines in `data[span]` that starts with `key` and a space, by bisection over byte
+    offsets."""
+    first, last = span
+    low, high = first, last
     while low < high:
         middle = (low + high) // 2
-        start = data.rfind(b"\n", 0, middle) + 1
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
+        start = max(data.rfind(b"\n", first, middle) + 1, first)
+        end = data.find(b"\n", start, last)
+        end = last if end < 0 else end
         found = data[start:end].split(b" ", 1)[0]
         if found < key:
             low = end + 1
