@@ -149,10 +149,9 @@ def _score_tables(
     coverage = _table_features(question, has_knowledge, lexicon, board, related)
     explained = stems_of(v for e in board.entries.values() for v in e.values)
     explained |= related_stems(related) | set(standing_in) | stems_of([text])
-    names = quoted_literals(question) + capitalised_phrases(question)
-    accounted = account(
-        word_tokens(question), lexicon, catalog, value_index, explained, names, thing_words(thesaurus), question
-    )
+    written = quoted_literals(question) + capitalised_phrases(question)
+    things = thing_words(thesaurus)
+    accounted = account(word_tokens(question), lexicon, catalog, value_index, explained, written, things, question)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.own():
         entry.score = probability(entry.features, weights)
