@@ -1,0 +1,152 @@
+"""Names as warehouses write them: layer prefixes and key suffixes set aside, abbreviations spelled out (from
+the project's list and from what the schema itself writes in full), so that "department" finds `DIM_DEPT`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+
+import Stemmer
+
+from sophrosyne.base.words import STOPWORDS, split_identifier, stem, words
+
+
+def _read_abbreviations() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for line in (Path(__file__).parent / "abbreviations.tsv").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            form, expansion = line.split("\t")
+            found[form.strip()] = expansion.strip()
+    return found
+
+
+ABBREVIATIONS: Mapping[str, str] = _read_abbreviations()
+"""Abbreviation -> the words it stands for, from `abbreviations.tsv` (its header says where the forms come from)."""
+ENGLISH_WORDS = frozenset(
+    line for line in (Path(__file__).parent / "english_words.txt").read_text().splitlines() if not line.startswith("#")
+)
+"""English words of 3 to 5 letters (WordNet's, by `scripts/english_words.py`): never abbreviations a schema teaches."""
+
+# Words that say which layer of a warehouse a table is in, not what it holds (`DIM_DEPT`, `FACT_ENRL`,
+# `STG_EMPL`, `PERSON_DIM`): a question names the table by its other words.
+LAYER_WORDS = frozenset("dim fact fct stg tbl vw".split())  # noqa: SIM905
+# Words that end a column name by saying it is a key (`DEPT_KEY`, `EMPL_SK`): the column is named by what it
+# keys. `id` stays: questions ask for "the ID of".
+KEY_WORDS = frozenset("key sk pk fk".split())  # noqa: SIM905
+
+# Forms never spelled out, even where a schema seems to teach them: "number" is how questions ask for a count
+# ("the number of staff"), so `num` spelled out matched counting questions (the list's header says more).
+UNSPELLED = frozenset(["num", "no"])
+_VOWELS = frozenset("aeiou")
+_SNOWBALL = Stemmer.Stemmer("english")
+# A word that is its start and one of these is that word inflected (`rank` -> `ranking`, `view` -> `viewers`),
+# not spelled out.
+_ENDINGS = frozenset("s es ed er ers or ors ing ings ment ments".split())  # noqa: SIM905
+# What the schema may teach: forms of 3 to 5 letters (shorter ones are too ambiguous to guess: `cd`, `dt` come
+# from the list), for words at least 2 letters longer.
+_TAUGHT_LETTERS = (3, 5)
+
+
+def _core(parts: list[str]) -> list[str]:
+    """The words of a name without its layer and key words, unless nothing else is left (`FACT`, `KEY`)."""
+    core = [p for i, p in enumerate(parts) if not (p in LAYER_WORDS and i in (0, len(parts) - 1))]
+    if len(core) > 1 and core[-1] in KEY_WORDS:
+        core = core[:-1]
+    return core or parts
+
+
+@lru_cache(maxsize=65536)  # called per table and column of the lexicon: a warehouse repeats its column names
+def _spelled(name: str) -> str:
+    parts = split_identifier(name)
+    core = _core(parts)
+    spelled = [ABBREVIATIONS.get(p, p) for p in core]
+    return "" if spelled == parts else " ".join(spelled)
+
+
+def spelled_out(name: str, taught: Mapping[str, str] | None = None) -> str:
+    """A name's words as a question would say them, or "" when they are its words already: layer and key
+    words set aside and abbreviations spelled out, from the list and from `taught` (`schema_abbreviations`):
+    `DIM_DEPT` -> "department", `ship_dt` -> "ship date", `EMPL_KEY` -> "employee". The one spelling that
+    both the lexicon (names matched to a question) and the schema index (names searched) read."""
+    if not taught:
+        return _spelled(name)
+    parts = split_identifier(name)
+    spelled = [taught.get(p) or ABBREVIATIONS.get(p, p) for p in _core(parts)]
+    return "" if spelled == parts else " ".join(spelled)
+
+
+def abbreviates(form: str, word: str) -> bool:
+    """Whether `form` is written the way warehouses shorten `word`: its start (`dept`, `hier`, `alloc`: three
+    letters or more, ending in a consonant, three letters short of the word at least) or its first letter and
+    consonants in order, ending on the word's last letter or last consonant (`bldg`, `fclt`, `qty`, `mgr`)."""
+    if form[0] != word[0] or len(word) < len(form) + 2:
+        return False
+    if word.startswith(form):
+        inflected = word[len(form) :] in _ENDINGS or _SNOWBALL.stemWord(word) == form
+        return len(form) >= 3 and form[-1] not in _VOWELS and len(word) >= len(form) + 3 and not inflected
+    if any(c in _VOWELS for c in form[1:]) or (form[-1] == "s" and len(form) > 2):
+        return False  # a plural of consonants is an initialism's (`CDS`, `PCS`), or said by the list (`hrs`)
+    consonants = [c for c in word if c not in _VOWELS and c != "y"]
+    if form[-1] != word[-1] and (not consonants or form[-1] != consonants[-1]):
+        return False
+    rest = iter(word[1:])
+    return all(c in rest for c in form[1:])  # `in` on an iterator consumes it: letters in order
+
+
+def schema_abbreviations(tables: Iterable[tuple[list[str], str]]) -> dict[str, str]:
+    """Abbreviations a schema teaches by writing the word elsewhere in full: per table, its names (table and
+    columns) and its prose (descriptions, readable names). A word of a name that is no word of the list, nor of
+    any prose, and that `abbreviates` exactly one word (by stem) of its own table (a table `DEPT` with a column
+    `DEPARTMENT_NAME`, a column `EMPL_KEY` described as "the employee"), or else of the whole schema (`FCLT` in
+    one table, `FACILITY_TYPE` in another), stands for that word."""
+    groups: list[tuple[set[str], set[str]]] = []
+    prose: set[str] = set()
+    for names, text in tables:
+        name_words = {w for n in names for w in split_identifier(n) if w.isalpha()}
+        text_words = {w for w in words(text.lower()) if w.isalpha()}
+        prose |= text_words
+        groups.append((name_words, name_words | text_words))
+    low, high = _TAUGHT_LETTERS
+    every = {w for _, group in groups for w in group if len(w) >= low + 2}
+    by_letter: dict[str, list[str]] = {}
+    for w in sorted(every):
+        by_letter.setdefault(w[0], []).append(w)
+    taught: dict[str, str] = {}
+    undecided: set[str] = set()
+    for name_words, group in groups:
+        for form in name_words:
+            if (
+                not low <= len(form) <= high
+                or form in ABBREVIATIONS
+                or form in UNSPELLED
+                or form in ENGLISH_WORDS
+                or stem(form) in ENGLISH_WORDS
+                or form in prose
+                or form in STOPWORDS
+                or form in taught
+                or form in undecided
+            ):
+                continue
+            local = _expansion(form, (w for w in group if w[0] == form[0]))
+            if local:
+                taught[form] = local
+            else:
+                undecided.add(form)
+    # A form its own table does not spell out is looked up in the whole schema, once; not a form of three
+    # letters, which is as often an initialism (`ICD`, `ETL`, `DOW`) as a word shortened.
+    for form in sorted(f for f in undecided if len(f) > low):
+        found = _expansion(form, by_letter.get(form[0], ()))
+        if found:
+            taught[form] = found
+    return taught
+
+
+def _expansion(form: str, candidates: Iterable[str]) -> str:
+    """The one word (by stem) among `candidates` that `form` abbreviates, or ""."""
+    found: dict[str, str] = {}
+    for word in candidates:
+        if word != form and abbreviates(form, word):
+            known = found.get(stem(word))
+            found[stem(word)] = word if known is None or len(word) < len(known) else known
+    return next(iter(found.values())) if len(found) == 1 else ""
