@@ -76,6 +76,12 @@ def spelled_out(name: str, taught: Mapping[str, str] | None = None) -> str:
     return "" if spelled == parts else " ".join(spelled)
 
 
+def added_words(name: str, taught: Mapping[str, str] | None = None) -> str:
+    """The words `spelled_out` adds to a name's own: `DIM_DEPT` -> "department", `order_qty` -> "quantity"."""
+    own = set(split_identifier(name))
+    return " ".join(w for w in spelled_out(name, taught).split() if w not in own)
+
+
 def abbreviates(form: str, word: str) -> bool:
     """Whether `form` is written the way warehouses shorten `word`: its start (`dept`, `hier`, `alloc`: three
     letters or more, ending in a consonant, three letters short of the word at least) or its first letter and
