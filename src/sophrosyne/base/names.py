@@ -3,13 +3,12 @@ the project's list and from what the schema itself writes in full), so that "dep
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-import Stemmer
-
-from sophrosyne.base.words import STOPWORDS, split_identifier, stem, words
+from sophrosyne.base.words import STOPWORDS, split_identifier, stem
 
 
 def _read_abbreviations() -> dict[str, str]:
@@ -39,7 +38,9 @@ KEY_WORDS = frozenset("key sk pk fk".split())  # noqa: SIM905
 # ("the number of staff"), so `num` spelled out matched counting questions (the list's header says more).
 UNSPELLED = frozenset(["num", "no"])
 _VOWELS = frozenset("aeiou")
-_SNOWBALL = Stemmer.Stemmer("english")
+_LETTERS = re.compile(r"[a-z]+")  # the words of prose: a regex over a long description, not word by word
+# Words a description writes as words, not names it quotes (`WRKR_SK: the worker's key`, `DEPT`).
+_PROSE = re.compile(r"(?<![\w])[A-Za-z][a-z]+(?![\w])")
 # A word that is its start and one of these is that word inflected (`rank` -> `ranking`, `view` -> `viewers`),
 # not spelled out.
 _ENDINGS = frozenset("s es ed er ers or ors ing ings ment ments".split())  # noqa: SIM905
@@ -83,21 +84,24 @@ def added_words(name: str, taught: Mapping[str, str] | None = None) -> str:
 
 
 def abbreviates(form: str, word: str) -> bool:
-    """Whether `form` is written the way warehouses shorten `word`: its start (`dept`, `hier`, `alloc`: three
-    letters or more, ending in a consonant, three letters short of the word at least) or its first letter and
-    consonants in order, ending on the word's last letter or last consonant (`bldg`, `fclt`, `qty`, `mgr`)."""
-    if form[0] != word[0] or len(word) < len(form) + 2:
+    """Whether `form` is written the way warehouses shorten `word`: its start (`empl`, `hier`, `alloc`: three
+    letters or more, ending in a consonant, three letters short of the word at least, and not the word inflected:
+    `rank` is no short `ranking`), or its start and then consonants in order, ending on the word's last letter or
+    last consonant (`dept`, `bldg`, `fclt`, `qty`, `mgr`)."""
+    if form[0] != word[0] or len(word) <= len(form):
         return False
     if word.startswith(form):
-        inflected = word[len(form) :] in _ENDINGS or _SNOWBALL.stemWord(word) == form
+        inflected = word[len(form) :] in _ENDINGS
         return len(form) >= 3 and form[-1] not in _VOWELS and len(word) >= len(form) + 3 and not inflected
-    if any(c in _VOWELS for c in form[1:]) or (form[-1] == "s" and len(form) > 2):
+    start = next(i for i, (a, b) in enumerate(zip(form, word, strict=False)) if a != b)
+    rest = form[start:]
+    if any(c in _VOWELS for c in rest) or (form[-1] == "s" and len(form) > 2):
         return False  # a plural of consonants is an initialism's (`CDS`, `PCS`), or said by the list (`hrs`)
     consonants = [c for c in word if c not in _VOWELS and c != "y"]
     if form[-1] != word[-1] and (not consonants or form[-1] != consonants[-1]):
         return False
-    rest = iter(word[1:])
-    return all(c in rest for c in form[1:])  # `in` on an iterator consumes it: letters in order
+    letters = iter(word[start:])
+    return all(c in letters for c in rest)  # `in` on an iterator consumes it: letters in order
 
 
 def schema_abbreviations(tables: Iterable[tuple[list[str], str]]) -> dict[str, str]:
@@ -108,11 +112,15 @@ def schema_abbreviations(tables: Iterable[tuple[list[str], str]]) -> dict[str, s
     one table, `FACILITY_TYPE` in another), stands for that word."""
     groups: list[tuple[set[str], set[str]]] = []
     prose: set[str] = set()
+    seen: set[tuple[frozenset[str], str]] = set()
     for names, text in tables:
-        name_words = {w for n in names for w in split_identifier(n) if w.isalpha()}
-        text_words = {w for w in words(text.lower()) if w.isalpha()}
-        prose |= text_words
-        groups.append((name_words, name_words | text_words))
+        name_words = frozenset().union(*(_letter_words(n) for n in set(names)))
+        if (name_words, text) in seen:
+            continue  # a sharded table's every shard: the same words
+        seen.add((name_words, text))
+        text_words = set(_LETTERS.findall(text.lower()))
+        prose.update(w.lower() for w in _PROSE.findall(text))
+        groups.append((set(name_words), name_words | text_words))
     low, high = _TAUGHT_LETTERS
     every = {w for _, group in groups for w in group if len(w) >= low + 2}
     by_letter: dict[str, list[str]] = {}
@@ -146,6 +154,11 @@ def schema_abbreviations(tables: Iterable[tuple[list[str], str]]) -> dict[str, s
         if found:
             taught[form] = found
     return taught
+
+
+@lru_cache(maxsize=65536)  # a warehouse repeats its column names in table after table
+def _letter_words(name: str) -> frozenset[str]:
+    return frozenset(w for w in split_identifier(name) if w.isalpha())
 
 
 def _expansion(form: str, candidates: Iterable[str]) -> str:
