@@ -110,17 +110,17 @@ def schema_abbreviations(tables: Iterable[tuple[list[str], str]]) -> dict[str, s
     any prose, and that `abbreviates` exactly one word (by stem) of its own table (a table `DEPT` with a column
     `DEPARTMENT_NAME`, a column `EMPL_KEY` described as "the employee"), or else of the whole schema (`FCLT` in
     one table, `FACILITY_TYPE` in another), stands for that word."""
-    groups: list[tuple[set[str], set[str]]] = []
+    groups: list[tuple[frozenset[str], set[str]]] = []
     prose: set[str] = set()
     seen: set[tuple[frozenset[str], str]] = set()
     for names, text in tables:
-        name_words = frozenset().union(*(_letter_words(n) for n in set(names)))
+        name_words: frozenset[str] = frozenset().union(*(_letter_words(n) for n in set(names)))
         if (name_words, text) in seen:
             continue  # a sharded table's every shard: the same words
         seen.add((name_words, text))
         text_words = set(_LETTERS.findall(text.lower()))
         prose.update(w.lower() for w in _PROSE.findall(text))
-        groups.append((set(name_words), name_words | text_words))
+        groups.append((name_words, text_words | name_words))
     low, high = _TAUGHT_LETTERS
     every = {w for _, group in groups for w in group if len(w) >= low + 2}
     by_letter: dict[str, list[str]] = {}
@@ -128,8 +128,8 @@ def schema_abbreviations(tables: Iterable[tuple[list[str], str]]) -> dict[str, s
         by_letter.setdefault(w[0], []).append(w)
     taught: dict[str, str] = {}
     undecided: set[str] = set()
-    for name_words, group in groups:
-        for form in name_words:
+    for own, group in groups:
+        for form in own:
             if (
                 not low <= len(form) <= high
                 or form in ABBREVIATIONS
