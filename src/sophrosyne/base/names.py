@@ -70,11 +70,16 @@ def spelled_out(name: str, taught: Mapping[str, str] | None = None) -> str:
     words set aside and abbreviations spelled out, from the list and from `taught` (`schema_abbreviations`):
     `DIM_DEPT` -> "department", `ship_dt` -> "ship date", `EMPL_KEY` -> "employee". The one spelling that
     both the lexicon (names matched to a question) and the schema index (names searched) read."""
-    if not taught:
+    parts = _parts(name)
+    if not taught or not any(p in taught for p in parts):
         return _spelled(name)
-    parts = split_identifier(name)
-    spelled = [taught.get(p) or ABBREVIATIONS.get(p, p) for p in _core(parts)]
-    return "" if spelled == parts else " ".join(spelled)
+    spelled = [taught.get(p) or ABBREVIATIONS.get(p, p) for p in _core(list(parts))]
+    return "" if spelled == list(parts) else " ".join(spelled)
+
+
+@lru_cache(maxsize=65536)  # a warehouse repeats its column names in table after table
+def _parts(name: str) -> tuple[str, ...]:
+    return tuple(split_identifier(name))
 
 
 def added_words(name: str, taught: Mapping[str, str] | None = None) -> str:

@@ -143,14 +143,28 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
     value_words: dict[str, set[str]] = {}
     visible: set[tuple[str, str]] = set()
     taught = catalog_abbreviations(catalog)
+    # Each name spelled out once: a warehouse repeats its column names in table after table (160,000 columns).
+    spelled: dict[str, str] = {}
+    named: dict[str, frozenset[str]] = {}
+
+    def spell(name: str) -> str:
+        if name not in spelled:
+            spelled[name] = stemmed(spelled_out(name, taught))
+        return spelled[name]
+
+    def words_of(name: str) -> frozenset[str]:
+        """The words of a name and of its last part spelled out."""
+        if name not in named:
+            named[name] = frozenset(tokenize(name)) | frozenset(tokenize(spell(name.rsplit(".", 1)[-1])))
+        return named[name]
+
     for table in catalog.tables.values():
         table_phrases[table.name] = table_spellings(table, taught)
         for column in table.columns:
             # One tuple per column, held by every map below: a warehouse has 160,000 columns.
             pair = (table.name, column.name)
             visible.add(pair)
-            spelled = stemmed(spelled_out(column.name, taught))
-            spellings = {stemmed(column.name), stemmed(column.readable_name), spelled}
+            spellings = {stemmed(column.name), stemmed(column.readable_name), spell(column.name)}
             for spelling in spellings - {""}:
                 columns.setdefault(spelling, []).append(pair)
             raw.setdefault(column.name.lower(), []).append(pair)
@@ -174,11 +188,7 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
                 graph[owner].add(other)
                 graph[other].add(owner)
     table_words = {
-        t.name: {
-            w
-            for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)]
-            for w in tokenize(f"{n} {spelled_out(n.rsplit('.', 1)[-1], taught)}")
-        }
+        t.name: set().union(*(words_of(n) for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)]))
         for t in catalog.tables.values()
     }
     name_words = set().union(*table_words.values()) if table_words else set()
