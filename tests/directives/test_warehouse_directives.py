@@ -3,7 +3,7 @@ units, long knowledge documents read by passage, and a bounded rendering surest 
 
 from __future__ import annotations
 
-from sophrosyne.base.words import expanded
+from sophrosyne.base.names import spelled_out
 from sophrosyne.directives import Directives, TableDirective, compute_directives
 from sophrosyne.directives.knowledge import passages, relevant_passages
 from sophrosyne.directives.prepared import prepare_schema
@@ -63,9 +63,9 @@ def test_a_literal_in_another_form_is_grounded_in_its_table() -> None:
 
 
 def test_abbreviations_are_spelled_out_for_search_and_names() -> None:
-    assert expanded("order_qty") == "order quantity"
-    assert expanded("ship_dt") == "ship date"
-    assert expanded("customer_name") == ""
+    assert spelled_out("order_qty") == "order quantity"
+    assert spelled_out("ship_dt") == "ship date"
+    assert spelled_out("customer_name") == ""
     c = catalog(
         Table("sales", [Column("sale_id", "INTEGER"), Column("order_qty", "INTEGER"), Column("unit_amt", "REAL")]),
         Table("staff", text_columns("staff_name", "role")),
