@@ -149,7 +149,8 @@ def decide_directives(
     unexplained = scored.account.unexplained
     if unexplained and scored.account.unexplained_share >= UNEXPLAINED_SHARE:
         return Directives(relevant=tables, abstained=True, note=_homeless_note(unexplained), scores=scores)
-    relevant = _keep(scores, scored, keep_threshold(scored, settings), settings)
+    threshold = keep_threshold(scored, settings)
+    relevant = _keep(scores, scored, threshold, settings)
     if relevant:
         # A name no table, column, description or value explains may be a value of a table whose data the
         # index could not read: such a table is never ruled out (of those with a column the name's phrase says,
@@ -172,11 +173,11 @@ def decide_directives(
         told = said.get(key)
         if told is None:
             # Sure only of a table the index reads whole, for a question every word of which found a home.
-            readable = not unexplained and table not in scored.account.unread
+            readable = not unexplained and table not in scored.account.unread and not entry.values
             tier = "high" if entry.score < settings.high_tier and readable else "medium"
-            why = "nothing in the question or knowledge points to it"
-            if entry.reason:  # from the weights that gave the score: what added most to it
-                why = f"only a loose match: {entry.reason}"
+            why = _flag_reason(entry.score, threshold, bool(entry.reason), unexplained)
+            if entry.values:  # more tables hold it than `value_holders`: the likeliest are kept
+                why = f"'{entry.values[0]}' of the question is in several tables, and likelier ones are kept"
             told = said[key] = (tier, why, round(1.0 - entry.score, 3))
         members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
         label = units.labels[table] if members and units is not None else table
@@ -262,6 +263,20 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
         floor = threshold * settings.bridge_floor
         relevant |= {t for t in bridges(sure, scored.lexicon, settings.max_bridge_hops) if scores[t] >= floor}
     return relevant
+
+
+def _flag_reason(score: float, threshold: float, pointed: bool, unexplained: Sequence[str]) -> str:
+    """Why a table is flagged, from what decided: nothing pointed to it, or what did fell short of the
+    threshold. Never a match of the question's (that would be a reason to keep it), and, where words of the
+    question found no table, those words."""
+    if pointed:
+        why = f"only weak evidence points to it (a likelihood of {score:.2f} it is needed; {threshold:.2f} keeps one)"
+    else:
+        why = "nothing in the question or knowledge points to it"
+    if unexplained:
+        words = ", ".join(f"'{w}'" for w in unexplained[:3]) + (" ..." if len(unexplained) > 3 else "")
+        why += f"; {words} found no table, so look {'it' if len(unexplained) == 1 else 'them'} up if it matters"
+    return why
 
 
 # Most of the question unexplained: the schema does not speak its words, and any pick would be a guess.
