@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sophrosyne.base.memo import per_object
-from sophrosyne.base.words import QUERY_NOISE, stem, tokenize
+from sophrosyne.base.words import QUERY_NOISE, stem, tokenize, word_tokens
 from sophrosyne.directives.thesaurus import Thesaurus
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.values import ValueIndex
@@ -116,8 +116,7 @@ def _name_homes(
     unexplained: tuple[str, ...], names: Sequence[str], lexicon: Lexicon, question: str
 ) -> tuple[tuple[str, ...], frozenset[str] | None]:
     """The unexplained words the question writes as names, and the tables that may hold them: those with a
-    column its phrase or the two words before it say ("Alameda County", "the city of Hickman"); None where
-    one of the names says none."""
+    column its phrase says ("Alameda County", "the city of Hickman"); None where one of the names says none."""
     written = stems_of(names)
     as_names = tuple(w for w in unexplained if set(tokenize(w)) & written)
     said_stems = {t for w in as_names for t in tokenize(w)}
@@ -126,7 +125,9 @@ def _name_homes(
         if not said_stems & set(tokenize(name)):
             continue
         at = question.find(name)
-        said = tokenize(name) + (tokenize(question[:at])[-2:] if at > 0 else [])
+        before = word_tokens(question[:at]) if at > 0 else []
+        # The name's own words, and the word it is "of" ("the city of Hickman").
+        said = tokenize(name) + (tokenize(before[-2]) if len(before) >= 2 and before[-1] == "of" else [])
         holders = {t for w in said for t in _column_words(lexicon).get(w, ())}
         if not holders:
             return as_names, None
