@@ -175,7 +175,7 @@ def tune(
         counts[key] = len(scored)
     words = load_dataset(WORDS_DATASET)
     worded = score_split(words, words.tuning_databases or [], drop_knowledge=True, embedder=embedder)
-    rescore(worded, fits["without_knowledge"].weights)
+    rescore(worded, dict(fits["without_knowledge"].weights))
     below = [t for t in THRESHOLDS if t <= fits["without_knowledge"].threshold]
     worded_threshold = max((t for t in below if safe_rate(worded, t) >= WORDS_TARGET), default=THRESHOLDS[0])
     fits["without_knowledge"] = Fit(fits["without_knowledge"].weights, worded_threshold)
