@@ -74,6 +74,14 @@ class Limits(Section):
         description="Longest LIKE, SIMILAR TO or regular expression pattern, characters (a search term of 1,000, "
         "escaped, makes at most 2,002).",
     )
+    sql_max_size_argument: int = Field(
+        1_000_000,
+        ge=1000,
+        le=100_000_000,
+        description="Largest width, length, count or precision a function call may ask for (repeat, lpad, array_fill, "
+        "printf's `%N.Ms`, ...), written as a number in the SQL: engines build such a value in one step that their "
+        "time limit cannot stop.",
+    )
     token_budget: int = Field(
         4000, ge=200, le=200_000, description="Most tokens a single tool response may hold before it is cut."
     )

@@ -18,7 +18,8 @@ from sophrosyne import engines
 from sophrosyne.base.text import shorten
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
-from sophrosyne.sql import dialects, shape
+from sophrosyne.settings import Limits
+from sophrosyne.sql import dialects, shape, sizes
 from sophrosyne.sql import functions as sql_functions
 
 __all__ = ["check_sent", "check_sql"]
@@ -89,9 +90,12 @@ class _QuietWhileGuarding(logging.Filter):
 logging.getLogger("sqlglot").addFilter(_QuietWhileGuarding())
 
 
-def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -> exp.Expression:
-    """Return the parsed statement if `sql` is exactly one read-only query within the shape `limits` (the
-    settings' defaults when None), else raise.
+def check_sql(
+    sql: str, dialect: str, limits: shape.ShapeLimits | None = None, size_limit: int | None = None
+) -> exp.Expression:
+    """Return the parsed statement if `sql` is exactly one read-only query within the shape `limits` and
+    whose functions ask for no width, length, count or precision past `size_limit` (the settings' defaults
+    when None), else raise.
 
     Raises `RejectedSQL` for anything that is not a single read-only query and `SQLSyntaxError`
     when the text does not parse.
@@ -99,6 +103,7 @@ def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -
     engine = engines.for_dialect(dialect)
     parser = _dialect(engine.name)
     limits = limits or shape.ShapeLimits.defaults()
+    size_limit = size_limit or _default_size_limit()
     if "\x00" in sql:
         # Engines disagree on where a NUL ends the text (MySQL ends a comment there), so refuse it.
         raise RejectedSQL("The SQL contains a NUL character.", hint="Remove the NUL (\\x00) character.")
@@ -127,7 +132,7 @@ def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -
         raise RejectedSQL(f"`{_shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     shape.check_tree(root, limits)
     for node in root.walk():
-        _check_node(node, engine)
+        _check_node(node, engine, size_limit)
         # The parser's positions of names served the errors above; a role's rewrite copies the tree, and
         # copying them was half of that copy's time.
         node._meta = None
@@ -143,6 +148,13 @@ def check_sent(sql: str, dialect: str) -> None:
             "an environment variable of the server before it runs.",
             hint="Leave out the table or column whose name holds `${`.",
         )
+
+
+@lru_cache(maxsize=1)
+def _default_size_limit() -> int:
+    default = Limits.model_fields["sql_max_size_argument"].default
+    assert isinstance(default, int)
+    return default
 
 
 @lru_cache(maxsize=32)
@@ -243,7 +255,7 @@ def _check_comments(tokens: list[Token]) -> None:
                 )
 
 
-def _check_node(node: exp.Expr, engine: Engine) -> None:
+def _check_node(node: exp.Expr, engine: Engine, size_limit: int) -> None:
     if isinstance(node, exp.Lock):
         raise RejectedSQL(
             f"The locking clause `FOR {'UPDATE' if node.args.get('update') else 'SHARE'}` is not allowed: {_READ_ONLY}",
@@ -253,6 +265,7 @@ def _check_node(node: exp.Expr, engine: Engine) -> None:
         raise RejectedSQL(f"`{_label(node)}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     if isinstance(node, exp.Func):
         _check_function(node, engine)
+        sizes.check_sizes(node, engine.name, size_limit)
     elif isinstance(node, exp.Dot):
         _check_dot(node, engine)
     elif isinstance(node, exp.Operator):

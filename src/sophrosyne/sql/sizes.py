@@ -1,0 +1,243 @@
+"""The sizes a function call asks for (widths, lengths, counts, precisions, in its arguments and inside its
+format string), bounded before it runs.
+
+Some engines build a function's value in one call that their deadline cannot stop: SQLite's printf fills
+`%.*c`'s precision a character at a time and checks no progress handler meanwhile, PostgreSQL's format()
+pads `%1000000000s` without checking for a cancel, and the work goes on long after the call was answered.
+So a size must be a number the guard can read, at most `sql_max_size_argument`: a literal, arithmetic of
+literals, or an expression inside LEAST(..., n) (and GREATEST(..., -n) where a negative width counts too).
+A count the engine stops by itself (rows of a table function) is not a size here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sophrosyne.errors import RejectedSQL
+
+__all__ = ["check_sizes"]
+
+_INF = math.inf
+
+
+@dataclass(frozen=True)
+class _Size:
+    """Which argument of a call is a size (a negative one asks for nothing there), and what it sizes."""
+
+    position: int
+    what: str
+    # The argument is an array of dimensions whose product is the size (PostgreSQL's array_fill).
+    dimensions: bool = False
+    # A bound of its own, below the setting's.
+    most: int | None = None
+
+
+# By the name the call is written with (sqlglot's typed classes keep their arguments in this order too).
+SIZES: dict[str, tuple[_Size, ...]] = {
+    "repeat": (_Size(1, "repeat count"),),
+    "lpad": (_Size(1, "padded length"),),
+    "rpad": (_Size(1, "padded length"),),
+    "space": (_Size(0, "number of spaces"),),
+    "randstr": (_Size(0, "string length"),),
+    "zeroblob": (_Size(0, "blob length"),),
+    "randomblob": (_Size(0, "blob length"),),
+    "array_fill": (_Size(1, "array size", dimensions=True),),
+    "array_repeat": (_Size(1, "repeat count"),),
+    "list_resize": (_Size(1, "list length"),),
+    "array_resize": (_Size(1, "list length"),),
+    "bar": (_Size(3, "bar width"),),
+    "to_base": (_Size(2, "minimum length"),),
+    "bitstring": (_Size(1, "bit string length"),),
+    # Written out for DuckDB as a list of that many quantiles, by sqlglot, in this process: 2147483647 of
+    # them held the server's thread and 13 GB before any statement was sent.
+    "approx_quantiles": (_Size(1, "bucket count", most=1000),),
+}
+# Typed classes whose name varies by dialect (SPACE compiles to REPEAT(' ', n) on MySQL and Spark).
+_TYPED: dict[type[exp.Func], str] = {
+    exp.Repeat: "repeat", exp.Pad: "lpad", exp.Space: "space", exp.Randstr: "randstr",
+    exp.ApproxQuantiles: "approx_quantiles",
+}  # fmt: skip
+# Functions whose first argument is a format string, with widths and precisions written in it: C's printf
+# style, and DuckDB's format(), which is Python's (fmt's) `{:>10}` style.
+_PRINTF_STYLE = frozenset({"printf", "format", "format_string", "sprintf"})
+_FMT_STYLE_ON = frozenset({"duckdb"})
+# A printf conversion: an optional argument position, flags, a width and a precision (each digits, `*` or
+# `*n$`), then the conversion itself (or `%%`).
+_CONVERSION = re.compile(r"%(?:(\d+)\$)?([-+ 0#!,'I]*)(\*(?:\d+\$)?|\d+)?(?:\.(\*(?:\d+\$)?|\d*))?(%|[a-zA-Z]?)")
+_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
+_DIGITS = re.compile(r"\d+")
+
+
+def check_sizes(node: exp.Func, dialect: str, limit: int) -> None:
+    """Refuse a call whose width, length, count or precision is past `limit`, or cannot be read as a number
+    in the SQL (a column, an expression without LEAST around it)."""
+    kind = _kind(node)
+    if kind is None:
+        return
+    arguments = _arguments(node)
+    name = _written(node, kind)
+    if kind in _PRINTF_STYLE:
+        _check_format(name, arguments, dialect, limit)
+        return
+    for size in SIZES.get(kind, ()):
+        if size.position >= len(arguments):
+            continue
+        argument = arguments[size.position]
+        most = min(limit, size.most or limit)
+        if size.dimensions:
+            _check_dimensions(name, size, argument, most)
+        elif _bounds(argument)[1] > most:
+            _refuse(name, size.what, argument, most)
+
+
+def _written(node: exp.Func, kind: str) -> str:
+    """The name the call is written with (never rendered for the engine: sqlglot writes some calls out at
+    length, approx_quantiles as a list of its bucket count's quantiles)."""
+    if isinstance(node, exp.Anonymous):
+        return node.name
+    if isinstance(node, exp.Pad):
+        return "lpad" if node.args.get("is_left") else "rpad"
+    return kind
+
+
+def _kind(node: exp.Func) -> str | None:
+    for kind, name in _TYPED.items():
+        if isinstance(node, kind):
+            return name
+    if isinstance(node, exp.Format):
+        return "format"
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower()
+    return None
+
+
+def _arguments(node: exp.Func) -> list[exp.Expr]:
+    """The call's arguments in the order they are written."""
+    if isinstance(node, exp.Anonymous):
+        return list(node.expressions)
+    if isinstance(node, exp.Format):
+        return [node.this, *node.expressions]
+    values: list[exp.Expr] = []
+    for key in node.arg_types:
+        value = node.args.get(key)
+        if isinstance(value, list):
+            values.extend(value)
+        elif isinstance(value, exp.Expr) and not isinstance(value, exp.Boolean):
+            values.append(value)
+    return values
+
+
+def _check_dimensions(name: str, size: _Size, argument: exp.Expr, limit: int) -> None:
+    if not isinstance(argument, exp.Array):
+        _refuse(name, size.what, argument, limit)
+        return
+    product = 1.0
+    for dimension in argument.expressions:
+        product *= max(0.0, _bounds(dimension)[1])
+    if product > limit:
+        _refuse(name, size.what, argument, limit)
+
+
+def _check_format(name: str, arguments: list[exp.Expr], dialect: str, limit: int) -> None:
+    if not arguments:
+        return
+    template = arguments[0]
+    if not (isinstance(template, exp.Literal) and template.is_string):
+        raise RejectedSQL(
+            f"`{name}()` is not allowed with a format that is not a string literal: its widths and precisions "
+            "must be readable in the SQL.",
+            hint=f"Write the format of {name}() as a string literal, with widths of at most {limit:,}.",
+        )
+    text = template.name
+    if dialect in _FMT_STYLE_ON and name.lower() == "format":
+        _check_fields(name, text, limit)
+        return
+    following = 1  # the argument the next conversion takes
+    for match in _CONVERSION.finditer(text):
+        position, _, width, precision, conversion = match.groups()
+        if conversion == "%":
+            continue
+        for part in (width, precision):
+            if not part:
+                continue
+            if part.startswith("*"):
+                # `*n$` names its argument; a plain `*` takes the next one.
+                index = int(part[1:-1]) if len(part) > 1 else following
+                following = following if len(part) > 1 else following + 1
+                argument = arguments[index] if index < len(arguments) else None
+                low, high = _bounds(argument) if argument is not None else (-_INF, _INF)
+                if high > limit or low < -limit:
+                    # A negative width asks for as much: its sign only left-justifies.
+                    _refuse(name, "width or precision given by `*`", argument, limit, signed=True)
+            elif int(part) > limit:
+                _refuse(name, f"width or precision `{match.group(0)}`", None, limit)
+        following = int(position) + 1 if position else following + 1
+
+
+def _check_fields(name: str, text: str, limit: int) -> None:
+    for match in _FIELD.finditer(text):
+        field = match.group(1)
+        if field is None:
+            continue  # `{{` or `}}`
+        spec = field.partition(":")[2]
+        if "{" in spec:
+            raise RejectedSQL(
+                f"`{name}()` is not allowed with a width or precision taken from an argument (`{{{field}}}`).",
+                hint=f"Write the width as a number of at most {limit:,} in the format.",
+            )
+        if any(int(d) > limit for d in _DIGITS.findall(spec)):
+            _refuse(name, f"width or precision `{{{field}}}`", None, limit)
+
+
+def _bounds(node: exp.Expr) -> tuple[float, float]:
+    """The least and the greatest value `node` can take, as far as the SQL tells (infinite where unknown)."""
+    if isinstance(node, exp.Paren | exp.Cast | exp.TryCast):
+        return _bounds(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return (0.0, 0.0) if not _number(node.name) else _point(float(node.name))
+        return _point(float(node.name)) if _number(node.name) else (-_INF, _INF)
+    if isinstance(node, exp.Null | exp.Boolean):
+        return 0.0, 1.0
+    if isinstance(node, exp.Neg):
+        low, high = _bounds(node.this)
+        return -high, -low
+    if isinstance(node, exp.Least | exp.Greatest):
+        each = [_bounds(node.this), *(_bounds(e) for e in node.expressions)]
+        if isinstance(node, exp.Least):
+            return min(b[0] for b in each), min(b[1] for b in each)
+        return max(b[0] for b in each), max(b[1] for b in each)
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+        (a, b), (c, d) = _bounds(node.this), _bounds(node.expression)
+        if isinstance(node, exp.Add):
+            return a + c, b + d
+        if isinstance(node, exp.Sub):
+            return a - d, b - c
+        products = [x * y for x in (a, b) for y in (c, d) if not (math.isinf(x) and y == 0 or math.isinf(y) and x == 0)]
+        return (min(products), max(products)) if len(products) == 4 else (-_INF, _INF)
+    return -_INF, _INF
+
+
+def _point(value: float) -> tuple[float, float]:
+    return value, value
+
+
+def _number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _refuse(name: str, what: str, argument: exp.Expr | None, limit: int, *, signed: bool = False) -> None:
+    shown = f" (`{argument.sql()[:60]}`)" if argument is not None else ""
+    bounded = f"LEAST(GREATEST(column, -{limit}), {limit})" if signed else f"LEAST(column, {limit})"
+    raise RejectedSQL(
+        f"`{name}()` is not allowed here with its {what}{shown}: a size must be a number of at most {limit:,} "
+        "that the SQL states, since the engine builds the value in one step that its time limit cannot stop.",
+        hint=f"Ask for a size of at most {limit:,}; for a size read from a column, write {bounded}.",
+    )
