@@ -122,8 +122,7 @@ def running_statements(engine: str) -> list[str]:
 
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
             rows = conn.execute(
-                "SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() "
-                "AND query ~ %s",
+                "SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query ~ %s",
                 (SWEPT,),
             ).fetchall()
         return [str(r[0]) for r in rows]
@@ -236,7 +235,9 @@ ACCEPTED = [
 
 @pytest.mark.parametrize(("dialect", "sql"), REFUSED, ids=[f"{d}:{s}" for d, s in REFUSED])
 def test_a_size_past_the_bound_or_unread_is_refused(dialect: str, sql: str) -> None:
-    with pytest.raises(RejectedSQL, match="size must be a number of at most|format that is not a string|taken from an"):
+    with pytest.raises(
+        RejectedSQL, match=r"size must be a number of at most|format that is not a string|taken from an"
+    ):
         check_sql(sql, dialect)
 
 

@@ -86,7 +86,7 @@ class ProcessConnection:
                 # function's call): the process goes, and the statement's work with it.
                 self._kill()
                 raise duckdb.InterruptException(
-                    "INTERRUPT Error: Interrupted! The statement ran past its deadline and its DuckDB process was ended."
+                    "INTERRUPT Error: Interrupted! The statement ran past its deadline; its DuckDB process was ended."
                 ) from None
             except (EOFError, OSError):
                 self.broken = True
@@ -155,7 +155,6 @@ class ProcessConnection:
                     pass
             for end in (self._channel, self._interrupts):
                 end.close()
-
 
     def _kill(self) -> None:
         self.broken = True

@@ -217,8 +217,9 @@ def _bounds(node: exp.Expr) -> tuple[float, float]:
             return a + c, b + d
         if isinstance(node, exp.Sub):
             return a - d, b - c
-        products = [x * y for x in (a, b) for y in (c, d) if not (math.isinf(x) and y == 0 or math.isinf(y) and x == 0)]
-        return (min(products), max(products)) if len(products) == 4 else (-_INF, _INF)
+        # Zero times an unknown bound is zero (infinity times zero is no number).
+        products = [0.0 if x == 0 or y == 0 else x * y for x in (a, b) for y in (c, d)]
+        return min(products), max(products)
     return -_INF, _INF
 
 
