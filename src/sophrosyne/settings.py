@@ -72,7 +72,7 @@ class Limits(Section):
         "escaped, makes at most 2,002).",
     )
     sql_max_size_argument: int = Field(
-        1_000_000, ge=1000, le=100_000_000, description="Largest width, length, count or precision a call may ask."
+        1_000_000, ge=1000, le=10**9, description="Largest width, length, count or precision a call may ask."
     )
     token_budget: int = Field(
         4000, ge=200, le=200_000, description="Most tokens a single tool response may hold before it is cut."

@@ -195,8 +195,8 @@ def _check_fields(name: str, text: str, limit: int) -> None:
 
 def _bounds(node: exp.Expr) -> tuple[float, float]:
     """The least and the greatest value `node` can take, as far as the SQL tells (infinite where unknown)."""
-    if isinstance(node, exp.Paren | exp.Cast | exp.TryCast):
-        return _bounds(node.this)
+    if isinstance(node, exp.Paren | exp.Cast | exp.TryCast | exp.Nullif):
+        return _bounds(node.this)  # NULLIF(x, y) is x or NULL
     if isinstance(node, exp.Literal):
         if node.is_string:
             return (0.0, 0.0) if not _number(node.name) else _point(float(node.name))
@@ -220,6 +220,13 @@ def _bounds(node: exp.Expr) -> tuple[float, float]:
         # Zero times an unknown bound is zero (infinity times zero is no number).
         products = [0.0 if x == 0 or y == 0 else x * y for x in (a, b) for y in (c, d)]
         return min(products), max(products)
+    if isinstance(node, exp.Div | exp.IntDiv):
+        (a, b), (c, d) = _bounds(node.this), _bounds(node.expression)
+        if c <= 0 <= d:
+            return -_INF, _INF
+        # An integer division truncates toward zero: the bounds of the exact quotient, widened to zero.
+        quotients = [x / y for x in (a, b) for y in (c, d)]
+        return min(0.0, *quotients), max(0.0, *quotients)
     return -_INF, _INF
 
 
