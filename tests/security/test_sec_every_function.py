@@ -254,6 +254,18 @@ def test_the_bound_is_the_setting_exactly() -> None:
         check_sql("SELECT format('%1001s', 'x')", "postgres", size_limit=1000)
 
 
+def test_sizes_add_up_over_a_statement() -> None:
+    """A row's calls run in one step too: a thousand widths within the bound are refused together."""
+    call = "format('%1000s', 'x')"
+    check_sql("SELECT " + ", ".join([call] * 1000), "postgres")
+    with pytest.raises(RejectedSQL, match="add up to more than 1,000,000"):
+        check_sql("SELECT " + ", ".join([call] * 1001), "postgres")
+    with pytest.raises(RejectedSQL, match="add up to more than 1,000,000"):
+        check_sql("SELECT format('" + "%1$1000s" * 1001 + "', 'x')", "postgres")
+    with pytest.raises(RejectedSQL, match="add up to more than 1,000,000"):
+        check_sql("SELECT repeat('x', 600000), lpad('y', 600000)", "duckdb")
+
+
 def test_the_setting_bounds_sqlite_calls_through_the_secured_path(tmp_path: Path) -> None:
     with built("sqlite", tmp_path, "soph_every") as target:
         env = Environment.open(target, settings=Settings(timeout_s=TIMEOUT_S, sql_max_size_argument=2000))

@@ -94,8 +94,8 @@ def check_sql(
     sql: str, dialect: str, limits: shape.ShapeLimits | None = None, size_limit: int | None = None
 ) -> exp.Expression:
     """Return the parsed statement if `sql` is exactly one read-only query within the shape `limits` and
-    whose functions ask for no width, length, count or precision past `size_limit` (the settings' defaults
-    when None), else raise.
+    whose function calls ask for widths, lengths, counts and precisions of at most `size_limit`, each and
+    together (the settings' defaults when None), else raise.
 
     Raises `RejectedSQL` for anything that is not a single read-only query and `SQLSyntaxError`
     when the text does not parse.
@@ -131,8 +131,9 @@ def check_sql(
         label = _label(root) if type(root) in _LABELS or isinstance(root, exp.Command) else first_word
         raise RejectedSQL(f"`{_shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     shape.check_tree(root, limits)
+    budget = sizes.SizeBudget(size_limit)
     for node in root.walk():
-        _check_node(node, engine, size_limit)
+        _check_node(node, engine, budget)
         # The parser's positions of names served the errors above; a role's rewrite copies the tree, and
         # copying them was half of that copy's time.
         node._meta = None
@@ -255,7 +256,7 @@ def _check_comments(tokens: list[Token]) -> None:
                 )
 
 
-def _check_node(node: exp.Expr, engine: Engine, size_limit: int) -> None:
+def _check_node(node: exp.Expr, engine: Engine, budget: sizes.SizeBudget) -> None:
     if isinstance(node, exp.Lock):
         raise RejectedSQL(
             f"The locking clause `FOR {'UPDATE' if node.args.get('update') else 'SHARE'}` is not allowed: {_READ_ONLY}",
@@ -265,7 +266,7 @@ def _check_node(node: exp.Expr, engine: Engine, size_limit: int) -> None:
         raise RejectedSQL(f"`{_label(node)}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     if isinstance(node, exp.Func):
         _check_function(node, engine)
-        sizes.check_sizes(node, engine.name, size_limit)
+        budget.check(node, engine.name)
     elif isinstance(node, exp.Dot):
         _check_dot(node, engine)
     elif isinstance(node, exp.Operator):
