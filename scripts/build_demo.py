@@ -389,9 +389,7 @@ def build_people(rng: random.Random) -> list[Person]:
             head = ceo
         else:
             band = rng.choice(("B6", "B7"))
-            head = person(
-                dept, "head", dept.head_title, random_date(rng, date(2008, 1, 1), date(2018, 12, 31)), band
-            )
+            head = person(dept, "head", dept.head_title, random_date(rng, date(2008, 1, 1), date(2018, 12, 31)), band)
             head.location_id = dept.location_id
             head.manager = ceo
         n_leads = max(1, round((dept.size - 1) / 10))
@@ -448,9 +446,7 @@ def build_leave(rng: random.Random, people: list[Person], hr_head: Person) -> li
         if leave_type in ("sick", "bereavement"):
             approved_on = end + timedelta(days=rng.randint(0, 3))
         else:
-            approved_on = min(
-                start - timedelta(days=rng.randint(5, 45)), SNAPSHOT - timedelta(rng.randint(0, 9))
-            )
+            approved_on = min(start - timedelta(days=rng.randint(5, 45)), SNAPSHOT - timedelta(rng.randint(0, 9)))
         approver = p.manager or hr_head
         rows.append((start, p.employee_id, start, end, leave_type, approver.employee_id, approved_on))
 
@@ -644,9 +640,7 @@ def build_postings(rng: random.Random, people: list[Person]) -> list[tuple[objec
         band = rng.choices(("B1", "B2", "B3", "B4", "B5"), weights=(15, 35, 30, 15, 5))[0]
         site = dept.sites[0] if rng.random() < 0.7 else rng.choice(dept.sites)
         title = rng.choice(dept.staff_titles)
-        rows.append(
-            (dept.code, title, site, manager.employee_id if manager else None, band, opened, closed, status)
-        )
+        rows.append((dept.code, title, site, manager.employee_id if manager else None, band, opened, closed, status))
     rows.sort(key=lambda r: (r[5], r[0]))
     return [(i, *row) for i, row in enumerate(rows, start=1)]
 

@@ -130,6 +130,13 @@ class NotReady(SophrosyneError):
     code = "loading"
 
 
+class Busy(SophrosyneError):
+    """The caller has as many calls running as it may, and this one found its queue full or waited too long:
+    it was not started, and may be sent again once an earlier call is answered."""
+
+    code = "busy"
+
+
 class ModelError(SophrosyneError):
     """The model endpoint is not configured, refused the request, or kept failing after the retries."""
 

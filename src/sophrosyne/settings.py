@@ -112,6 +112,11 @@ class Limits(Section):
         description="Most HTTP connections one client address may hold open (per worker); beyond, a connection "
         "is answered 429 and closed. Behind a reverse proxy every client has the proxy's address: raise it there.",
     )
+    worker_threads: int = Field(32, ge=2, le=1024, description="Threads running tool calls (per HTTP worker).")
+    python_programs: int = Field(4, ge=2, le=256, description="Python programs running at once, in their own threads.")
+    client_calls: int = Field(2, ge=1, le=1024, description="Most calls one client may have running at once.")
+    client_queue: int = Field(64, ge=0, le=100_000, description="Most calls of one client waiting to run.")
+    client_wait_s: float = Field(30.0, ge=0, le=3600, description="Longest a call may wait to run, seconds.")
 
 
 class Reading(Section):
@@ -226,17 +231,12 @@ class Paths(Section):
     """Files the environment reads or writes."""
 
     cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
-    audit_log: Path | None = Field(None, description="JSONL file that receives one record per tool call.")
+    audit_log: Path | None = Field(None, description="JSONL record per tool call, resource read, prompt, completion.")
     policy_file: Path | None = Field(None, description="TOML file with roles, row filters and column rules.")
 
 
 SECTIONS: dict[str, type[Section]] = {
-    "limits": Limits,
-    "reading": Reading,
-    "inference": Inference,
-    "agent": Agent,
-    "sandbox": Sandbox,
-    "paths": Paths,
+    s.__name__.lower(): s for s in (Limits, Reading, Inference, Agent, Sandbox, Paths)
 }
 # Flat names that differ from the name in the section: the inference model's and the agent's model settings
 # had one `llm_` prefix for two models, and the sandbox's a `python_` one. Every other flat name is the field's.

@@ -11,12 +11,19 @@ from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
 
 def chain() -> Catalog:
-    """students -> enrolments -> courses, and two unrelated tables."""
+    """students -> enrolments -> courses, and two unrelated tables. Enrolments has columns of its own (a grade, a
+    term, a date): a bridge, not a linking table made of its keys alone (those are kept whenever both ends are)."""
     tables = [
         Table("students", [Column("id", "INTEGER"), Column("name", "TEXT")]),
         Table(
             "enrolments",
-            [Column("student_id", "INTEGER"), Column("course_id", "INTEGER")],
+            [
+                Column("student_id", "INTEGER"),
+                Column("course_id", "INTEGER"),
+                Column("grade", "INTEGER"),
+                Column("term", "INTEGER"),
+                Column("enrolled_on", "DATE"),
+            ],
             foreign_keys=[ForeignKey(["student_id"], "students", ["id"]), ForeignKey(["course_id"], "courses", ["id"])],
         ),
         Table("courses", [Column("id", "INTEGER"), Column("title", "TEXT")]),
@@ -76,4 +83,4 @@ def test_a_short_question_without_knowledge_is_held_to_a_higher_threshold_at_mos
     known = score_tables("Which students take Algebra?", "Algebra refers to title = 'Algebra'", c, index)
     assert keep_threshold(known, settings) == 0.2
     # ... as it does for a short question whose bridge ends are judged: at the fitted threshold, not the raised one.
-    assert bridged(0.5, "Which students take Algebra?", power=0.3) == ["courses", "enrolments", "students"]
+    assert bridged(0.5, "Which students take the course Algebra?", power=0.3) == ["courses", "enrolments", "students"]

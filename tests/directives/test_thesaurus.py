@@ -1,16 +1,34 @@
-"""The thesaurus: WordNet's nouns read in place, the table-name words it relates to a question's words, and
-tables it may keep but never flag; words of a table name's family, found by their stem."""
+"""The thesaurus: WordNet's nouns from the package's own data file (the same on every install), the table-name
+words it relates to a question's words, and tables it may keep but never flag; words of a table name's family,
+found by their stem."""
 
 from __future__ import annotations
 
+import gzip
+import runpy
+import tomllib
+from fnmatch import fnmatch
+from importlib import resources
 from pathlib import Path
 
-from fixtures.wordnet import wordnet
+import pytest
+
+from fixtures.wordnet import debian_wordnet
 from sophrosyne.directives import DirectiveSettings, decide_directives, score_tables
-from sophrosyne.directives.thesaurus import WORDNET, in_schema_words, load_thesaurus, schema_synonyms, word_families
+from sophrosyne.directives.thesaurus import (
+    DATA_FILE,
+    SECTION,
+    in_schema_words,
+    load_thesaurus,
+    schema_synonyms,
+    word_families,
+)
 from sophrosyne.index import SchemaIndex
 from sophrosyne.index.lexicon import lexicon_for
 from sophrosyne.schema.catalog import Catalog, Column, Table
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = resources.files("sophrosyne.directives").joinpath(DATA_FILE)
 
 
 def makers() -> Catalog:
@@ -23,17 +41,42 @@ def makers() -> Catalog:
     return Catalog(tables={t.name: t for t in tables})
 
 
-def test_every_noun_of_the_index_is_found_by_bisection() -> None:
-    thesaurus = wordnet()
-    lines = (WORDNET / "index.noun").read_text(encoding="utf-8").splitlines()
-    lemmas = [line.split(" ", 1)[0] for line in lines if not line.startswith(" ")]
-    assert len(lemmas) > 100_000
-    assert [w for w in lemmas[::37] if thesaurus.senses(w) == 0] == []
+def test_every_noun_of_wordnet_has_its_senses_in_the_shipped_data() -> None:
+    thesaurus = load_thesaurus()
+    lines = (debian_wordnet() / "index.noun").read_text(encoding="utf-8").splitlines()
+    entries = [line for line in lines if not line.startswith(" ")]
+    assert len(entries) > 100_000
+    # index.noun: lemma, pos, synset count, ...; each lemma is found by bisection with as many senses.
+    sample = [line.split() for line in entries[::37]]
+    assert [e[0] for e in sample if thesaurus.senses(e[0]) != int(e[2])] == []
     assert thesaurus.senses("xqzvnotaword") == 0
 
 
+@pytest.mark.slow
+def test_the_shipped_data_is_what_the_script_builds_from_wordnet() -> None:
+    # About a second: the whole of WordNet's noun files parsed again (.ci/run runs it with `-m slow`).
+    build = runpy.run_path(str(ROOT / "scripts" / "build_lexicon_data.py"))["build"]
+    rebuilt = build(debian_wordnet())
+    assert rebuilt == gzip.decompress(SHIPPED.read_bytes()), "rerun scripts/build_lexicon_data.py and commit"
+
+
+def test_the_shipped_data_is_small_carries_wordnets_licence_and_is_in_the_wheel() -> None:
+    assert len(SHIPPED.read_bytes()) < 3 * 1024 * 1024
+    with SHIPPED.open("rb") as file, gzip.open(file) as data:
+        licence = data.read(4096).split(SECTION, 1)[0].decode("utf-8")
+    notice = resources.files("sophrosyne.directives").joinpath("WORDNET_LICENSE").read_text(encoding="utf-8")
+    assert "WordNet 3.0 Copyright 2006 by Princeton University.  All rights reserved." in licence
+    assert notice.split("WordNet Release 3.0\n\n", 1)[1].strip() in licence
+    # hatch puts every file of the package folder in the wheel unless excluded or git-ignored.
+    wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["packages"] == ["src/sophrosyne"]
+    assert not {"exclude", "only-include", "artifacts"} & set(wheel)
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert [p for p in ignored if fnmatch(DATA_FILE, p) or fnmatch("WORDNET_LICENSE", p)] == []
+
+
 def test_plural_and_irregular_forms_find_their_noun() -> None:
-    thesaurus = wordnet()
+    thesaurus = load_thesaurus()
     assert thesaurus.lemma("universities") == "university"
     assert thesaurus.lemma("manufacturers") == "manufacturer"
     assert thesaurus.lemma("children") == "child"  # noun.exc
@@ -42,7 +85,7 @@ def test_plural_and_irregular_forms_find_their_noun() -> None:
 
 
 def test_related_nouns_are_synonyms_and_one_step_up_or_down() -> None:
-    thesaurus = wordnet()
+    thesaurus = load_thesaurus()
     assert "maker" in thesaurus.related("manufacturers", 1)  # the same sense
     assert "semester" in thesaurus.related("academic session", 1)  # one step more specific
     assert "doctor" in thesaurus.related("veterinarian", 1)  # one step more general
@@ -53,16 +96,15 @@ def test_related_nouns_are_synonyms_and_one_step_up_or_down() -> None:
 
 def test_question_words_are_related_to_table_name_words_only() -> None:
     lexicon = lexicon_for(makers())
-    related = schema_synonyms("Which manufacturers are in each nation?", lexicon, wordnet(), 1, 3)
+    related = schema_synonyms("Which manufacturers are in each nation?", lexicon, load_thesaurus(), 1, 3)
     # `country` is a column's word, not a table's: only table names are read, so "nation" relates to nothing.
     assert related == {"manufacturers": ["maker"]}
     assert in_schema_words("Which manufacturers are in each nation?", related) == ["nation", "maker"]
     # A word the schema has already is not looked up again.
-    assert schema_synonyms("Which maker has the most dealers?", lexicon, wordnet(), 1, 3) == {}
+    assert schema_synonyms("Which maker has the most dealers?", lexicon, load_thesaurus(), 1, 3) == {}
 
 
 def test_a_table_named_by_a_related_word_is_kept_never_flagged() -> None:
-    wordnet()
     catalog = makers()
     index = SchemaIndex.build(catalog)
     question = "How many manufacturers are there?"
@@ -75,14 +117,10 @@ def test_a_table_named_by_a_related_word_is_kept_never_flagged() -> None:
     assert decide_directives(score_tables(question, "", catalog, index, settings=without), without).abstained
 
 
-def test_no_thesaurus_where_wordnet_is_not_installed(tmp_path: Path) -> None:
-    assert load_thesaurus(tmp_path) is None
-
-
 def test_a_related_noun_with_of_is_read_by_the_noun_it_opens_with() -> None:
     catalog = Catalog(tables={"course": Table("course", [Column("Title", "TEXT")]), "study": Table("study", [])})
     # "curriculum" is "course of study" in WordNet: a course, not a study.
-    assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), wordnet(), 1, 3) == {
+    assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), load_thesaurus(), 1, 3) == {
         "curriculum": ["course"]
     }
 

@@ -3,7 +3,7 @@ units, long knowledge documents read by passage, and a bounded rendering surest 
 
 from __future__ import annotations
 
-from sophrosyne.base.words import expanded
+from sophrosyne.base.names import spelled_out
 from sophrosyne.directives import Directives, TableDirective, compute_directives
 from sophrosyne.directives.knowledge import passages, relevant_passages
 from sophrosyne.directives.prepared import prepare_schema
@@ -63,9 +63,9 @@ def test_a_literal_in_another_form_is_grounded_in_its_table() -> None:
 
 
 def test_abbreviations_are_spelled_out_for_search_and_names() -> None:
-    assert expanded("order_qty") == "order quantity"
-    assert expanded("ship_dt") == "ship date"
-    assert expanded("customer_name") == ""
+    assert spelled_out("order_qty") == "order quantity"
+    assert spelled_out("ship_dt") == "ship date"
+    assert spelled_out("customer_name") == ""
     c = catalog(
         Table("sales", [Column("sale_id", "INTEGER"), Column("order_qty", "INTEGER"), Column("unit_amt", "REAL")]),
         Table("staff", text_columns("staff_name", "role")),
@@ -86,8 +86,11 @@ def test_question_words_the_schema_lacks_find_their_nearest_schema_word() -> Non
     )
     index = SchemaIndex.build(c)
     # "films" -> movie; "released" (not stemmed to the schema's "release") -> release.
-    assert synonyms("Which films were released in 1999?", lexicon_for(c), index, 0.45) == ["movie", "release"]
-    assert synonyms("Which venue is largest?", lexicon_for(c), index, 0.45) == []  # its words are the schema's
+    assert synonyms("Which films were released in 1999?", lexicon_for(c), index, 0.45) == {
+        "film": "movie",
+        "released": "release",
+    }
+    assert synonyms("Which venue is largest?", lexicon_for(c), index, 0.45) == {}  # its words are the schema's
     assert "movie" not in synonyms("Who is the supervisor of Ann?", lexicon_for(c), index, 0.45)
 
 

@@ -8,12 +8,16 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
+from mcp.types import CallToolResult, TextContent
 from sqlglot import exp
 
 from fixtures.engines import PG_DSN, built, engine_params, postgres_schema
 from sophrosyne.environment import Environment
 from sophrosyne.errors import RejectedSQL
+from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 from sophrosyne.sql import functions as sql_functions
 from sophrosyne.sql.policy import Role, TableRule
@@ -143,6 +147,123 @@ def test_version_is_refused_to_a_restricted_role_on_every_engine(any_env: Enviro
             restricted.execute_sql(sql)
     if any_env.dialect != "sqlite":
         assert any_env.execute_sql("SELECT version()").row_count == 1  # unrestricted: it answers
+
+
+# Server facts (version, host, paths, settings, the session's user) by every road each engine offers: functions,
+# variables, bare words, settings tables and table functions (issue 33, finding 5: MariaDB's `@@hostname`
+# answered a role refused `VERSION()`). The first of each list answers an unrestricted role.
+FACTS = {
+    "sqlite": [
+        "SELECT sqlite_version()",
+        "SELECT @@version",
+        "SELECT file FROM pragma_database_list",
+        "SELECT * FROM pragma_compile_options",
+    ],
+    "duckdb": [
+        "SELECT version()",
+        "SELECT user",
+        "SELECT current_role",
+        "SELECT current_catalog",
+        "SELECT current_setting('memory_limit')",
+        "SELECT * FROM duckdb_settings()",
+        "SELECT value FROM duckdb_settings() WHERE name = 'temp_directory'",
+        "SELECT getenv('HOME')",
+        "SELECT * FROM pragma_version()",
+        "SELECT path FROM duckdb_databases()",
+        "SHOW ALL",  # sqlglot's parser once ran off its end (an internal error)
+    ],
+    "postgres": [
+        "SELECT version()",
+        "SELECT user",
+        "SELECT current_role",
+        "SELECT current_setting('data_directory')",
+        "SELECT setting FROM pg_settings WHERE name = 'data_directory'",
+        "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'port'",
+        "SELECT inet_server_addr()",
+        "SHOW data_directory",
+        "TABLE pg_file_settings",
+        "SELECT * FROM pg_config",
+    ],
+    "mysql": [
+        "SELECT @@hostname",
+        "SELECT @@version",
+        "SELECT @@datadir",
+        "SELECT @@general_log_file",
+        "SELECT @@global.version",
+        "SELECT @@GLOBAL.datadir",
+        "SELECT @@session.sql_mode",
+        "SELECT @@`hostname`",
+        "SELECT @ @hostname",
+        "SELECT 1 FROM employees WHERE @@version LIKE '1%'",
+        "SELECT VERSION()",
+        "SELECT current_role",
+        "SELECT uuid()",
+        "SELECT variable_value FROM information_schema.global_variables WHERE variable_name = 'datadir'",
+        "SHOW VARIABLES LIKE 'datadir'",
+        "WITH x AS (SELECT @@port AS p) SELECT p FROM x",
+    ],
+}
+
+
+def test_server_facts_are_refused_to_a_restricted_role_on_every_engine_over_mcp(any_env: Environment) -> None:
+    """Through a real MCP client session, as the attack ran: each road is refused to the restricted role the
+    way version() is (or reads as a missing table, for a settings table), and no fact is in any answer."""
+    queries = FACTS[any_env.dialect]
+    assert any_env.execute_sql(queries[0]).row_count == 1  # the first road is open to an unrestricted role
+    facts = [fact for fact in _facts(any_env) if len(fact) > 3]
+    # The role's view of the same database, without directives: their indexes would build after the handshake.
+    view = Environment(any_env.db, settings=any_env.settings.replaced(directives="none"), role=RESTRICTED)
+
+    async def ask() -> list[CallToolResult]:
+        async with Client(build_server(view)) as client:
+            return [await client.call_tool("execute_sql", {"sql": sql}) for sql in queries]
+
+    for sql, result in zip(queries, anyio.run(ask), strict=True):
+        text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
+        assert result.is_error, f"{sql} answered the restricted role: {text}"
+        assert "is not allowed" in text or "no table" in text, (sql, text)
+        assert not [fact for fact in facts if fact in text], (sql, text)
+
+
+def _facts(env: Environment) -> list[str]:
+    """What the server would tell: its version, host, user and files, read as an unrestricted role."""
+    queries = {
+        "sqlite": ["SELECT sqlite_version()", "SELECT file FROM pragma_database_list"],
+        "duckdb": ["SELECT version()", "SELECT path FROM duckdb_databases() WHERE path IS NOT NULL"],
+        "postgres": [
+            "SELECT version()",
+            "SELECT setting FROM pg_settings WHERE name IN ('data_directory', 'config_file')",
+        ],
+        "mysql": ["SELECT @@version, @@hostname, @@datadir, @@general_log_file, current_user()", "SELECT uuid()"],
+    }[env.dialect]
+    found = []
+    for sql in queries:
+        try:
+            rows = env.execute_sql(sql).rows
+        except RejectedSQL:
+            continue  # refused to every role: nothing to find
+        found += [str(value) for row in rows for value in row if value is not None]
+    if env.dialect == "mysql":
+        found.append(found[-1].rsplit("-", 1)[1])  # a UUID's last part: the server's MAC address
+    return found
+
+
+@pytest.mark.parametrize("any_env", ["duckdb"], indirect=True)
+def test_duckdb_using_sample_samples_only_the_rows_the_role_reads(any_env: Environment) -> None:
+    """DuckDB's `USING SAMPLE` samples the rows of the whole FROM clause, which for a restricted role are its
+    filtered view: a 100% sample is exactly the role's rows. TABLESAMPLE on a table stays refused."""
+    restricted = any_env.for_role(RESTRICTED)
+    everyone = sorted(map(tuple, any_env.execute_sql("SELECT employee_id, department FROM employees").rows))
+    allowed = sorted(map(tuple, restricted.execute_sql("SELECT employee_id, department FROM employees").rows))
+    assert 0 < len(allowed) < len(everyone)
+    sampled = restricted.execute_sql(
+        "SELECT employee_id, department FROM employees USING SAMPLE 100 PERCENT (bernoulli)"
+    )
+    assert sorted(map(tuple, sampled.rows)) == allowed
+    some = restricted.execute_sql("SELECT e.employee_id, e.department FROM employees AS e USING SAMPLE 3 ROWS")
+    assert len(some.rows) == 3 and set(map(tuple, some.rows)) <= set(allowed)
+    with pytest.raises(RejectedSQL, match="TABLESAMPLE cannot apply to `employees`"):
+        restricted.execute_sql("SELECT employee_id FROM employees TABLESAMPLE 50%")
 
 
 def _subclasses(cls: type) -> Iterator[type]:

@@ -1,4 +1,4 @@
-"""Words of names and questions: identifiers split, stemmed, abbreviations expanded, tokens for BM25 and matching."""
+"""Words of names and questions: identifiers split, stemmed, tokens for BM25 and matching (spelled out: `names`)."""
 
 from __future__ import annotations
 
@@ -91,73 +91,3 @@ def stemmed(text: str) -> str:
 def word_tokens(text: str) -> list[str]:
     """Plain words (letters or digits runs), lower-cased, for n-grams over a question."""
     return [w.lower() for w in _WORD.findall(text)]
-
-
-# Abbreviations common in warehouse column and table names, expanded for search (`order_qty` is also
-# found as "order quantity"). General data-modelling shorthand, not any one schema's; a word that is
-# also an English word with another sense (`no`, `st`, `min`) is left out, and so are `num`/`nbr`: "number"
-# is how questions ask for a count ("the number of staff"), so spelling them out matched counting questions
-# (it cost 0.1 point of prune on Spider dev, on a column `Num_of_Staff`).
-ABBREVIATIONS = {
-    "acct": "account",
-    "addr": "address",
-    "amt": "amount",
-    "avg": "average",
-    "bal": "balance",
-    "cat": "category",
-    "cd": "code",
-    "cnt": "count",
-    "ctry": "country",
-    "cty": "city",
-    "cust": "customer",
-    "dept": "department",
-    "desc": "description",
-    "dest": "destination",
-    "dob": "date of birth",
-    "dt": "date",
-    "emp": "employee",
-    "freq": "frequency",
-    "geo": "geography",
-    "hr": "hour",
-    "hrs": "hours",
-    "img": "image",
-    "inv": "invoice",
-    "lat": "latitude",
-    "lng": "longitude",
-    "lon": "longitude",
-    "loc": "location",
-    "mgr": "manager",
-    "mth": "month",
-    "msg": "message",
-    "pct": "percent",
-    "pmt": "payment",
-    "pop": "population",
-    "prcp": "precipitation",
-    "prod": "product",
-    "qty": "quantity",
-    "qtr": "quarter",
-    "rev": "revenue",
-    "sls": "sales",
-    "src": "source",
-    "std": "standard",
-    "tel": "telephone",
-    "temp": "temperature",
-    "tmp": "temperature",
-    "ts": "timestamp",
-    "txn": "transaction",
-    "trx": "transaction",
-    "usr": "user",
-    "wk": "week",
-    "yr": "year",
-    "ytd": "year to date",
-}
-
-
-@lru_cache(maxsize=65536)  # called per column of the lexicon: a warehouse repeats its column names
-def expanded(name: str) -> str:
-    """An identifier's words with its abbreviations spelled out (`ship_dt` -> "ship date"), or "" when
-    it has none."""
-    parts = split_identifier(name)
-    if not any(p in ABBREVIATIONS for p in parts):
-        return ""
-    return " ".join(ABBREVIATIONS.get(p, p) for p in parts)

@@ -9,6 +9,7 @@ from typing import Any
 
 from sophrosyne.bench.baselines import PAPER_LLM_TOP1, PAPER_RULES_TOP1, paper_llm_top1, paper_rules_top1
 from sophrosyne.bench.data.types import Dataset, Question
+from sophrosyne.bench.perturb import read_values
 from sophrosyne.directives import (
     DirectiveModel,
     DirectiveSettings,
@@ -23,7 +24,7 @@ from sophrosyne.directives.scoring import warm
 from sophrosyne.errors import ConfigError
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.schema_index import SchemaIndex
-from sophrosyne.index.values import ValueBudget, ValueIndex
+from sophrosyne.index.values import ValueIndex
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.schema.joins import without_keys
 
@@ -120,7 +121,7 @@ def build_indexes(
     started = time.perf_counter()
     if values:
         for db_id, path in sorted(dataset.database_files.items()):
-            value_indexes[db_id] = ValueIndex.from_sqlite(dataset.catalogs[db_id], path, ValueBudget(seconds=10.0))
+            value_indexes[db_id] = read_values(dataset.catalogs[db_id], path, dataset.source_names.get(db_id))
     return indexes, value_indexes, index_s, time.perf_counter() - started
 
 
@@ -170,6 +171,7 @@ def run_directives_bench(
         **settings.used(),
         "llm": llm.used() if llm else None,
         "drop_keys": drop_keys,
+        "perturbation": dataset.perturbation,
     }
     run.skipped = list(dataset.skipped)
     used = {q.db_id for q in questions}
@@ -181,6 +183,7 @@ def run_directives_bench(
         questions,
         {k: p.catalog for k, p in prepared.items()},
         {k: v for k, v in dataset.database_files.items() if k in used},
+        source_names=dataset.source_names,
     )
     indexes, values, run.index_build_s, run.value_index_build_s = build_indexes(subset, embedder, tick)
     inference = LLMColumnInference(llm.base_url, llm.model, api_key=llm.api_key) if llm else None

@@ -9,6 +9,8 @@ from itertools import starmap
 from operator import itemgetter
 from typing import overload
 
+from sophrosyne.base.memo import per_object
+from sophrosyne.base.words import split_identifier
 from sophrosyne.directives.inference import LLMColumnInference
 from sophrosyne.directives.knowledge import Knowledge, knowledge_text, with_inferred_columns
 from sophrosyne.directives.model import DirectiveSettings
@@ -144,25 +146,38 @@ def decide_directives(
     scores = {t: e.score for t, e in entries.items()}
     if scored.abstain_note:
         return Directives(relevant=tables, abstained=True, note=scored.abstain_note, scores=scores)
+    unexplained = scored.account.unexplained
+    if unexplained and scored.account.unexplained_share >= UNEXPLAINED_SHARE:
+        return Directives(relevant=tables, abstained=True, note=_homeless_note(unexplained), scores=scores)
     relevant = _keep(scores, scored, keep_threshold(scored, settings), settings)
+    if relevant:
+        # A name no table, column, description or value explains may be a value of a table whose data the
+        # index could not read: such a table is never ruled out (of those with a column the name's phrase says,
+        # where it says one: "Alameda County").
+        relevant |= scored.account.homes_unread()
+    if relevant:
+        relevant |= links(relevant, scored.lexicon)
     if relevant and units is not None:
         relevant = tie_twins(relevant, units, scored.text)
     if not relevant:
         note = "nothing in the question matches the schema"
         return Directives(relevant=tables, abstained=True, note=note, scores=scores)
     flagged: list[Row] = []
-    said: dict[int, tuple[str, str, float]] = {}  # per entry: its tier, reason and confidence (most share one)
+    said: dict[tuple[int, bool], tuple[str, str, float]] = {}  # per entry and readability (most share one)
     for table in tables:
         if table in relevant:
             continue
         entry = entries[table]
-        told = said.get(id(entry))
+        key = (id(entry), table in scored.account.unread)
+        told = said.get(key)
         if told is None:
-            tier = "high" if entry.score < settings.high_tier else "medium"
+            # Sure only of a table the index reads whole, for a question every word of which found a home.
+            readable = not unexplained and table not in scored.account.unread
+            tier = "high" if entry.score < settings.high_tier and readable else "medium"
             why = "nothing in the question or knowledge points to it"
             if entry.reason:  # from the weights that gave the score: what added most to it
                 why = f"only a loose match: {entry.reason}"
-            told = said[id(entry)] = (tier, why, round(1.0 - entry.score, 3))
+            told = said[key] = (tier, why, round(1.0 - entry.score, 3))
         members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
         label = units.labels[table] if members and units is not None else table
         flagged.append((label, told[1], told[0], told[2], members))
@@ -247,6 +262,72 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
         floor = threshold * settings.bridge_floor
         relevant |= {t for t in bridges(sure, scored.lexicon, settings.max_bridge_hops) if scores[t] >= floor}
     return relevant
+
+
+# Most of the question unexplained: the schema does not speak its words, and any pick would be a guess.
+UNEXPLAINED_SHARE = 0.5
+
+
+def _homeless_note(words: Sequence[str]) -> str:
+    shown = ", ".join(f"'{w}'" for w in words[:6]) + (f" and {len(words) - 6} more" if len(words) > 6 else "")
+    return (
+        f"no table, column, description or value explains most of the question's words ({shown}); "
+        "look them up with search_schema or get_distinct_values"
+    )
+
+
+def links(relevant: set[str], lexicon: Lexicon) -> set[str]:
+    """Tables whose own key columns point at two kept tables (declared keys, or inferred ones where none are
+    declared): a linking table (`writes` between `author` and `paper`) is needed whenever both ends are, though
+    the question never names it."""
+    linked = {
+        t for t, ends in _references(lexicon).items() if t not in relevant and sum(e in relevant for e in ends) >= 2
+    }
+    if len(relevant) >= 2:
+        # A linking table whose ends no join names (`directed_by`: id, msid, did) may join any two kept tables.
+        linked |= _unresolved_links(lexicon) - relevant
+    return linked
+
+
+@per_object(limit=256)
+def _references(lexicon: Lexicon) -> dict[str, tuple[str, ...]]:
+    """Linking table -> the tables its key columns point at, over the joins directives use (`Lexicon.graph`).
+    Kept as tuples of names, which the garbage collector stops tracking (a warehouse has thousands)."""
+    found: dict[str, set[str]] = {}
+    keys: dict[str, int] = {}
+    for (table, _), ref in lexicon.join_columns.items():
+        if ref in lexicon.graph.get(table, ()):
+            found.setdefault(table, set()).add(ref)
+            keys[table] = keys.get(table, 0) + 1
+    # A linking table is mostly its keys (`writes`: paperId, authorId); a table of facts with keys among many
+    # columns of its own (`superhero`) is about something the question would name.
+    width: dict[str, int] = {}
+    for table, _ in lexicon.visible:
+        width[table] = width.get(table, 0) + 1
+    return {t: tuple(sorted(ends)) for t, ends in found.items() if 2 * keys[t] >= width[t]}
+
+
+_KEY_WORDS = frozenset({"id", "key", "code", "cd", "nbr", "num", "no", "sk", "fk"})
+
+
+def key_like(column: str) -> bool:
+    """A column named as a key: `author_id`, `DEPT_KEY`, `ST_CD`, `msid`."""
+    words = split_identifier(column)
+    return bool(words) and (words[-1] in _KEY_WORDS or (len(words) == 1 and words[0].endswith("id")))
+
+
+@per_object(limit=256)
+def _unresolved_links(lexicon: Lexicon) -> frozenset[str]:
+    """Tables of at least two columns, all key-like, fewer than two of which a join resolves."""
+    columns: dict[str, list[str]] = {}
+    for table, column in lexicon.visible:
+        columns.setdefault(table, []).append(column)
+    resolved = _references(lexicon)
+    return frozenset(
+        t
+        for t, names in columns.items()
+        if len(names) >= 2 and all(map(key_like, names)) and len(resolved.get(t, ())) < 2
+    )
 
 
 def bridges(relevant: set[str], lexicon: Lexicon, max_hops: int) -> dict[str, tuple[str, str]]:

@@ -8,13 +8,16 @@ import numpy as np
 import numpy.typing as npt
 
 from sophrosyne.base.memo import per_object
-from sophrosyne.base.words import QUERY_NOISE, stemmed, tokenize
+from sophrosyne.base.words import QUERY_NOISE, stemmed, tokenize, word_tokens
+from sophrosyne.directives.accounting import Account, account, related_stems, stems_of, thing_words
 from sophrosyne.directives.knowledge import (
     Knowledge,
+    capitalised_phrases,
     knowledge_text,
     knowledge_units,
     passages,
     question_units,
+    quoted_literals,
     relevant_passages,
     tokenize_words,
 )
@@ -55,6 +58,7 @@ class TableScores:
     named_schemas: set[str] = field(default_factory=set)  # schemas the question names ("World Bank data")
     # Per question phrase the thesaurus relates to schema words, the tables whose name has one of them.
     synonym_groups: list[list[str]] = field(default_factory=list)
+    account: Account = field(default_factory=lambda: Account((), (), frozenset()))
 
     @property
     def scores(self) -> dict[str, float]:
@@ -115,9 +119,11 @@ def _score_tables(
     asked = question_units(question)
     related: dict[str, list[str]] = {}
     synonym_groups: dict[str, list[str]] = {}
+    standing_in: dict[str, str] = {}
+    thesaurus = load_thesaurus() if settings.thesaurus else None
     if settings.synonyms:
-        found = synonyms(question, lexicon, index, settings.synonym_similarity)
-        thesaurus = load_thesaurus() if settings.thesaurus else None
+        standing_in = synonyms(question, lexicon, index, settings.synonym_similarity)
+        found = list(standing_in.values())
         if thesaurus is not None:
             related = schema_synonyms(
                 question,
@@ -141,6 +147,11 @@ def _score_tables(
     searched = chosen if chosen is not None else knowledge_units(text)
     retrieval_signals(searched, asked, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(question, has_knowledge, lexicon, board, related)
+    explained = stems_of(v for e in board.entries.values() for v in e.values)
+    explained |= related_stems(related) | set(standing_in) | stems_of([text])
+    written = quoted_literals(question) + capitalised_phrases(question)
+    things = thing_words(thesaurus)
+    accounted = account(word_tokens(question), lexicon, catalog, value_index, explained, written, things, question)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.own():
         entry.score = probability(entry.features, weights)
@@ -164,6 +175,7 @@ def _score_tables(
         schemas=schemas if several else {},
         named_schemas=_named_schemas(question, set(names)) if several else set(),
         synonym_groups=list(synonym_groups.values()),
+        account=accounted,
     )
 
 
@@ -203,13 +215,13 @@ def warm(catalog: Catalog, index: SchemaIndex, settings: DirectiveSettings | Non
             synonyms("xqzv", lexicon, index, settings.synonym_similarity)
 
 
-def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: float) -> list[str]:
+def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: float) -> dict[str, str]:
     """Schema words standing in for question words the schema lacks, by embedding similarity of the words
-    (`supervisor` -> `manager`): the nearest schema word of each, when it is near enough."""
+    (`supervisor` -> `manager`): question word -> the nearest schema word, when it is near enough."""
     missing = [w for w in dict.fromkeys(tokenize(question)) if w not in lexicon.name_words and len(w) > 2]
     missing = [w for w in missing if not w.isdigit() and w not in QUERY_NOISE]
     if not missing or not lexicon.name_words:
-        return []
+        return {}
     key = ("vocabulary", id(lexicon))
     cached = index.derived.get(key)
     if cached is None or cached[0] is not lexicon:
@@ -218,10 +230,10 @@ def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: fl
         index.derived[key] = cached
     vocabulary, vectors = cached[1]
     if not vocabulary:
-        return []
+        return {}
     sims = index.embed(missing) @ vectors.T
     best = sims.argmax(axis=1)
-    return [vocabulary[j] for i, j in enumerate(best) if sims[i, j] >= similarity]
+    return {missing[i]: vocabulary[j] for i, j in enumerate(best) if sims[i, j] >= similarity}
 
 
 def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[str]:

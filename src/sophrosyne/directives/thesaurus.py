@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import mmap
-from functools import lru_cache
-from pathlib import Path
+import gzip
+from functools import cache, lru_cache
+from importlib import resources
 
 import Stemmer
 
@@ -14,28 +14,49 @@ from sophrosyne.index.lexicon import Lexicon
 
 _STEMMER = Stemmer.Stemmer("english")
 
-WORDNET = Path("/usr/share/wordnet")  # Debian's wordnet-base: WordNet 3.0's database files
+# WordNet 3.0's nouns, shipped with the package so that every install gives the same directives; built by
+# scripts/build_lexicon_data.py from Debian's wordnet-base (WordNet's licence: WORDNET_LICENSE beside it).
+DATA_FILE = "wordnet_nouns.gz"
+# The data file's sections (the licence, the noun index, the synsets, the other parts of speech, the irregular
+# plurals, the irregular forms of verbs and adjectives) are joined by a line of one byte (the group separator)
+# that no WordNet line holds.
+SECTION = b"\n\x1d\n"
+# A synset is the line at its byte offset in the synsets' section, written with this many digits.
+OFFSET_WIDTH = 7
 # WordNet's rules for a plural noun's singular (morphy), after its list of irregular forms (noun.exc).
 _NOUN_ENDINGS = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"), ("ies", "y"))
+# WordNet's rules of detachment for verbs and adjectives (its `morphy`), after its exception lists.
+_OTHER_ENDINGS = (
+    ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", ""), ("s", ""),
+    ("est", ""), ("est", "e"), ("er", ""), ("er", "e"),
+)  # fmt: skip
 # Pointers followed from a sense: its hypernyms (@, @i) and hyponyms (~, ~i). Parts and wholes, and derived
-# forms, relate words that name different things (`wheel` is part of `car`).
-_RELATIONS = frozenset({"@", "@i", "~", "~i"})
+# forms, relate words that name different things (`wheel` is part of `car`). The data file holds only these.
+RELATIONS = frozenset({"@", "@i", "~", "~i"})
 
 
 class Thesaurus:
-    """WordNet's nouns, read from its index and data files in place (memory-mapped, searched by bisection:
-    nothing is parsed up front, so loading costs nothing and a look-up a few microseconds)."""
+    """WordNet's nouns as the data file holds them, searched in place: the sorted index lines by bisection over
+    their bytes, a synset by its byte offset; nothing is parsed up front, and a look-up takes microseconds."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self._index = _mapped(folder / "index.noun")
-        self._others = [_mapped(folder / f"index.{pos}") for pos in ("verb", "adj", "adv")]
-        self._data = _mapped(folder / "data.noun")
-        self._irregular: dict[str, str] = {}
-        for line in (folder / "noun.exc").read_text(encoding="utf-8").splitlines():
-            parts = line.split()
-            if len(parts) >= 2:
-                self._irregular.setdefault(parts[0], parts[1])
+    def __init__(self, data: bytes) -> None:
+        # Each section is a span of the one decompressed buffer: nothing is copied, split or parsed up front.
+        self._data = data
+        spans, start = [], 0
+        # The one byte, not the line around it, is searched for: a single byte is found at memchr's speed.
+        while (at := data.find(SECTION[1:2], start)) >= 0:
+            spans.append((start, at - 1))
+            start = at + 2
+        spans.append((start, len(data)))
+        if len(spans) != 6:
+            raise ValueError(f"a thesaurus data file has 6 sections, not {len(spans)}")
+        # `lemma synset...` per noun and `word senses` per word of another part of speech, sorted by bytes;
+        # `words|related synset...` per synset, found by its offset in its section.
+        _licence, self._index, self._synsets, self._others, irregular, other_irregular = spans
+        lines = data[irregular[0] : irregular[1]].decode("utf-8").splitlines()
+        self._irregular = dict(line.split(" ", 1) for line in lines)
+        lines = data[other_irregular[0] : other_irregular[1]].decode("utf-8").splitlines()
+        self._other_irregular = dict(line.split(" ", 1) for line in lines)
         # Questions on one schema say the same words again and again: each look-up is kept.
         self._related = lru_cache(maxsize=65536)(self._related_uncached)
         self._lemma = lru_cache(maxsize=65536)(self._lemma_uncached)
@@ -53,6 +74,14 @@ class Thesaurus:
             candidates.append(word[:-1])
         return next((c for c in candidates if c and self._offsets(c)), None)
 
+    def known_otherwise(self, word: str) -> bool:
+        """Whether WordNet knows the word, in some form, as a verb, an adjective or an adverb ("produced",
+        "youngest", "after")."""
+        word = word.lower()
+        candidates = [word, self._other_irregular.get(word, "")]
+        candidates += [word[: -len(end)] + base for end, base in _OTHER_ENDINGS if word.endswith(end)]
+        return any(c and _find_line(self._data, self._others, c.encode()) is not None for c in candidates)
+
     def senses(self, lemma: str) -> int:
         """How many noun senses the lemma has."""
         return len(self._offsets(lemma))
@@ -60,12 +89,8 @@ class Thesaurus:
     def mostly_noun(self, word: str, lemma: str) -> bool:
         """Whether the word has more senses as a noun than as a verb, an adjective or an adverb
         ("quarterly", "insured" are mostly not nouns)."""
-        nouns = self.senses(lemma)
-        for index in self._others:
-            line = _find_line(index, word.lower().replace(" ", "_").encode())
-            if line is not None and int(line.split()[2]) >= nouns:
-                return False
-        return True
+        line = _find_line(self._data, self._others, word.lower().replace(" ", "_").encode())
+        return line is None or int(line.split()[1]) < self.senses(lemma)
 
     def related(self, word: str, senses: int) -> frozenset[str]:
         """Lemmas (spaced words: `medical care`) of the word's first `senses` noun senses, WordNet's most
@@ -78,52 +103,39 @@ class Thesaurus:
             return frozenset()
         found: set[str] = set()
         for offset in self._offsets(lemma)[:senses]:
-            words, pointers = self._synset(offset)
+            words, related = self._synset(offset)
             found.update(words)
-            for symbol, target in pointers:
-                if symbol in _RELATIONS:
-                    found.update(self._synset(target)[0])
+            for target in related:
+                found.update(self._synset(target)[0])
         found.discard(lemma.replace("_", " "))
         return frozenset(found)
 
     def _offsets_uncached(self, lemma: str) -> tuple[int, ...]:
-        line = _find_line(self._index, lemma.encode())
-        if line is None:
-            return ()
-        fields = line.split()
-        pointer_count = int(fields[3])
-        return tuple(int(f) for f in fields[6 + pointer_count :])
+        """The offsets of the lemma's noun synsets, WordNet's most frequent sense first."""
+        line = _find_line(self._data, self._index, lemma.encode())
+        return () if line is None else tuple(int(f) for f in line.split()[1:])
 
-    def _synset(self, offset: int) -> tuple[list[str], list[tuple[str, int]]]:
-        """The words of the synset at this byte offset of data.noun, and its noun pointers (symbol, offset)."""
-        end = self._data.find(b"\n", offset)
-        fields = self._data[offset:end].split(b" | ", 1)[0].decode("utf-8", "replace").split()
-        count = int(fields[3], 16)
-        words = [fields[4 + 2 * i].lower().replace("_", " ") for i in range(count)]
-        at = 4 + 2 * count
-        pointers = []
-        for i in range(int(fields[at])):
-            symbol, target, pos = fields[at + 1 + 4 * i : at + 4 + 4 * i]
-            if pos == "n":
-                pointers.append((symbol, int(target)))
-        return words, pointers
+    def _synset(self, offset: int) -> tuple[list[str], list[int]]:
+        """The words of a synset (spaced), and the offsets of the synsets one step more general or specific."""
+        start, last = self._synsets[0] + offset, self._synsets[1]
+        end = self._data.find(b"\n", start, last)
+        line = self._data[start : last if end < 0 else end]
+        names, related = line.decode("utf-8").split("|")
+        return [w.replace("_", " ") for w in names.split()], [int(t) for t in related.split()]
 
 
-def _mapped(path: Path) -> mmap.mmap:
-    with path.open("rb") as file:
-        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def _find_line(data: mmap.mmap, key: bytes) -> bytes | None:
-    """The line of a sorted index file that starts with `key` and a space, by bisection over byte offsets."""
-    low, high = 0, len(data)
+def _find_line(data: bytes, span: tuple[int, int], key: bytes) -> bytes | None:
+    """The line of the sorted lines in `data[span]` that starts with `key` and a space, by bisection over byte
+    offsets."""
+    first, last = span
+    low, high = first, last
     while low < high:
         middle = (low + high) // 2
-        start = data.rfind(b"\n", 0, middle) + 1
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
+        start = max(data.rfind(b"\n", first, middle) + 1, first)
+        end = data.find(b"\n", start, last)
+        end = last if end < 0 else end
         found = data[start:end].split(b" ", 1)[0]
-        if data[start : start + 1] == b" " or found < key:  # the licence at the top sorts before every entry
+        if found < key:
             low = end + 1
         elif found > key:
             high = start
@@ -132,12 +144,11 @@ def _find_line(data: mmap.mmap, key: bytes) -> bytes | None:
     return None
 
 
-@lru_cache(maxsize=4)
-def load_thesaurus(folder: Path = WORDNET) -> Thesaurus | None:
-    """The thesaurus in `folder`, or None where its files are not installed (`apt-get install wordnet-base`)."""
-    if not all((folder / name).is_file() for name in ("index.noun", "data.noun", "noun.exc")):
-        return None
-    return Thesaurus(folder)
+@cache
+def load_thesaurus() -> Thesaurus:
+    """The thesaurus of the package's data file, read once, on the first question that needs it."""
+    data = resources.files(__package__).joinpath(DATA_FILE).read_bytes()
+    return Thesaurus(gzip.decompress(data))
 
 
 def schema_synonyms(

@@ -9,8 +9,9 @@ import numpy as np
 import numpy.typing as npt
 
 from sophrosyne.base.memo import per_object
-from sophrosyne.base.words import expanded, stemmed, tokenize
-from sophrosyne.schema.catalog import Catalog
+from sophrosyne.base.names import schema_abbreviations, spelled_out
+from sophrosyne.base.words import stemmed, tokenize
+from sophrosyne.schema.catalog import Catalog, Table
 
 
 @dataclass
@@ -86,6 +87,32 @@ class Lexicon:
 _LEXICONS: dict[tuple[object, ...], Lexicon] = {}
 
 
+def short_name(table: Table) -> str:
+    """A qualified warehouse name (`project.dataset.table`) by its last part: how a question writes it."""
+    return table.name.rsplit(".", 1)[-1]
+
+
+@per_object(limit=256)
+def catalog_abbreviations(catalog: Catalog) -> dict[str, str]:
+    """The abbreviations this catalog teaches (`schema_abbreviations`): its names beside its descriptions."""
+    return schema_abbreviations(
+        (
+            [short_name(t), *t.column_names],
+            " ".join([t.description, *(f"{c.readable_name} {c.description}" for c in t.columns)]),
+        )
+        for t in catalog.tables.values()
+    )
+
+
+def table_spellings(table: Table, taught: dict[str, str]) -> list[str]:
+    """The normalised spellings of a table's name: whole, by its last part, without a shard's date, and
+    spelled out (`DIM_DEPT` -> "department")."""
+    short = short_name(table)
+    dateless = short.rstrip("0123456789_")
+    spellings = {stemmed(table.name), stemmed(short), stemmed(dateless), stemmed(spelled_out(dateless, taught))}
+    return sorted(s for s in spellings if s)
+
+
 @per_object(limit=256)
 def lexicon_for(catalog: Catalog) -> Lexicon:
     """The lexicon of a catalog, cached by its names, descriptions and keys (and by the catalog itself: a
@@ -97,7 +124,8 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
     signature = tuple(
         (
             t.name,
-            tuple((c.name, c.readable_name, c.value_description) for c in t.columns),
+            tuple((c.name, c.readable_name, c.description, c.value_description) for c in t.columns),
+            t.description,
             tuple((tuple(fk.columns), fk.ref_table, fk.inferred) for fk in t.foreign_keys),
             tuple(t.primary_key),
         )
@@ -114,17 +142,29 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
     table_phrases: dict[str, list[str]] = {}
     value_words: dict[str, set[str]] = {}
     visible: set[tuple[str, str]] = set()
+    taught = catalog_abbreviations(catalog)
+    # Each name spelled out once: a warehouse repeats its column names in table after table (160,000 columns).
+    spelled: dict[str, str] = {}
+    named: dict[str, frozenset[str]] = {}
+
+    def spell(name: str) -> str:
+        if name not in spelled:
+            spelled[name] = stemmed(spelled_out(name, taught))
+        return spelled[name]
+
+    def words_of(name: str) -> frozenset[str]:
+        """The words of a name and of its last part spelled out."""
+        if name not in named:
+            named[name] = frozenset(tokenize(name)) | frozenset(tokenize(spell(name.rsplit(".", 1)[-1])))
+        return named[name]
+
     for table in catalog.tables.values():
-        # A qualified warehouse name (`project.dataset.table`) is written in a question by its last part,
-        # a date-sharded one without its date.
-        short = table.name.rsplit(".", 1)[-1]
-        phrases = {stemmed(table.name), stemmed(short), stemmed(short.rstrip("0123456789_"))}
-        table_phrases[table.name] = sorted(p for p in phrases if p)
+        table_phrases[table.name] = table_spellings(table, taught)
         for column in table.columns:
             # One tuple per column, held by every map below: a warehouse has 160,000 columns.
             pair = (table.name, column.name)
             visible.add(pair)
-            spellings = {stemmed(column.name), stemmed(column.readable_name), stemmed(expanded(column.name))}
+            spellings = {stemmed(column.name), stemmed(column.readable_name), spell(column.name)}
             for spelling in spellings - {""}:
                 columns.setdefault(spelling, []).append(pair)
             raw.setdefault(column.name.lower(), []).append(pair)
@@ -148,7 +188,7 @@ def _lexicon_for(catalog: Catalog) -> Lexicon:
                 graph[owner].add(other)
                 graph[other].add(owner)
     table_words = {
-        t.name: {w for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)] for w in tokenize(n)}
+        t.name: set().union(*(words_of(n) for n in [t.name, *t.column_names, *(c.readable_name for c in t.columns)]))
         for t in catalog.tables.values()
     }
     name_words = set().union(*table_words.values()) if table_words else set()

@@ -3,7 +3,9 @@
 The explorer workflow is a prompt clients show as a slash command; each table the caller's role may read is a
 resource (`sophrosyne://SOURCE/TABLE`, its description as `describe_table` gives it); completions offer the
 source, table and column names that role may see. A table the role may not read is no resource and no
-completion: it reads exactly like a missing one, as in every tool.
+completion: it reads exactly like a missing one, as in every tool; a source the caller has no role on is not
+completed, as list_sources does not list it. Each listing, read, prompt and completion is audited like a tool
+call (mapping.run_audited), named by its MCP method.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sophrosyne.errors import SophrosyneError
+from sophrosyne.serve.mapping import run_audited
 from sophrosyne.tools.base import render
 
 if TYPE_CHECKING:
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp.types import CompletionArgument, CompletionContext
 
+    from sophrosyne.audit import AuditLog
     from sophrosyne.environment import Environment
     from sophrosyne.serve.calls import Calls
     from sophrosyne.sources import Sources
@@ -75,33 +79,43 @@ def table_uri(source: str, table: str) -> str:
 
 
 def add_features(
-    server: MCPServer, sources: Sources, caller: Caller, calls: Calls
+    server: MCPServer, sources: Sources, caller: Caller, calls: Calls, audit: AuditLog | None = None
 ) -> Callable[[], Awaitable[list[Resource]]]:
-    """Register the prompts, the table resource template and the completions on `server`; returns what lists
-    the table resources of the caller (the list depends on the caller's role, so it is made per request)."""
+    """Register the prompts, the table resource template and the completions on `server`, each audited to
+    `audit`; returns what lists the table resources of the caller (the list depends on the caller's role, so
+    it is made per request)."""
     limit = sources.settings.limits.timeout_s
+
+    def prompted(name: str, arguments: dict[str, Any], source: str | None, text: str) -> str:
+        said = {"name": name, "arguments": arguments}
+        return run_audited(audit, sources, "prompts/get", said, source, lambda: text, _alone)
 
     @server.prompt(name="explore", title="Explore the database for a question")
     def explore(question: str, knowledge: str | None = None) -> str:
         """The explorer workflow for a question: list, describe, ground, then one SELECT."""
-        return EXPLORE.format(question=question, knowledge=knowledge or "(none)")
+        text = EXPLORE.format(question=question, knowledge=knowledge or "(none)")
+        return prompted("explore", {"question": question, "knowledge": knowledge}, None, text)
 
     @server.prompt(name="ground", title="Ground a filter value in the data")
     def ground(table: str, column: str, value: str, source: str | None = None) -> str:
         """How a column stores a value the question names, before it is used in SQL."""
         where = f', source="{source}"' if source else ""
-        return GROUND.format(table=table, column=column, value=value, source=where)
+        text = GROUND.format(table=table, column=column, value=value, source=where)
+        return prompted("ground", {"table": table, "column": column, "value": value, "source": source}, source, text)
 
     @server.resource(TEMPLATE, name="table", title="A table's description", mime_type="text/plain")
     async def table(source: str, table: str) -> str:
         """A table's columns, keys, descriptions and sample values, as describe_table gives them."""
+        name, wanted = unquote(source), unquote(table)
 
         def describe() -> str:
-            env = caller(sources, unquote(source))
-            return render(env.describe_table(unquote(table)))
+            return render(caller(sources, name).describe_table(wanted))
 
+        read = functools.partial(
+            run_audited, audit, sources, "resources/read", {"uri": table_uri(name, wanted)}, name, describe, _alone
+        )
         try:
-            result: str = await calls.run(describe, limit)
+            result: str = await calls.run(read, limit)
         except SophrosyneError as exc:
             raise ResourceError(str(exc)) from None
         return result
@@ -117,14 +131,31 @@ def add_features(
             return None
         if isinstance(ref, ResourceTemplateReference) and ref.uri != TEMPLATE:
             return None
-        names = await calls.run(functools.partial(_names, sources, caller, argument.name, given), limit)
-        prefix = argument.value.lower()
-        found = [n for n in names if n.lower().startswith(prefix)]
+        named = ref.name if isinstance(ref, PromptReference) else ref.uri
+        said = {"ref": named, "argument": argument.name, "value": argument.value, "context": given}
+        source = given.get("source") or None
+        work = functools.partial(_completions, sources, caller, argument.name, argument.value, given)
+        found: list[str] = await calls.run(
+            functools.partial(
+                run_audited,
+                audit,
+                sources,
+                "completion/complete",
+                said,
+                unquote(str(source)) if source else None,
+                work,
+                lambda found: found[:MAX_COMPLETIONS],
+            ),
+            limit,
+        )
         return Completion(values=found[:MAX_COMPLETIONS], total=len(found), has_more=len(found) > MAX_COMPLETIONS)
 
     async def resources() -> list[Resource]:
         # The catalog may be read or refreshed first: in a worker thread, under the call limit.
-        listed: list[Resource] = await calls.run(functools.partial(list_table_resources, sources, caller), limit)
+        work = functools.partial(list_table_resources, sources, caller)
+        listed: list[Resource] = await calls.run(
+            functools.partial(run_audited, audit, sources, "resources/list", {}, None, work, _resource_names), limit
+        )
         return listed
 
     return resources
@@ -153,10 +184,24 @@ def list_table_resources(sources: Sources, caller: Caller) -> list[Resource]:
     return listed
 
 
+def _alone(text: str) -> list[str]:
+    return [text]
+
+
+def _resource_names(listed: list[Resource]) -> list[str]:
+    return [str(r.uri) for r in listed]
+
+
+def _completions(sources: Sources, caller: Caller, argument: str, prefix: str, given: dict[str, Any]) -> list[str]:
+    """The names the caller may see for one argument that start with `prefix` (any case)."""
+    wanted = prefix.lower()
+    return [n for n in _names(sources, caller, argument, given) if n.lower().startswith(wanted)]
+
+
 def _names(sources: Sources, caller: Caller, argument: str, given: dict[str, Any]) -> list[str]:
     """The names the caller may see for one argument: sources, tables of a source, columns of a table."""
     if argument == "source":
-        return list(sources.names)
+        return [name for name in sources.names if _opens(sources, caller, name)]
     source = given.get("source") or None
     try:
         env = caller(sources, unquote(source) if source else None)
@@ -168,6 +213,15 @@ def _names(sources: Sources, caller: Caller, argument: str, given: dict[str, Any
         table = env.catalog.table(unquote(str(given.get("table") or "")))
         return [c.name for c in table.columns] if table is not None else []
     return []
+
+
+def _opens(sources: Sources, caller: Caller, name: str) -> bool:
+    """Whether the caller has a role on source `name` (list_sources and /health name only those)."""
+    try:
+        caller(sources, name)
+    except SophrosyneError:
+        return False
+    return True
 
 
 # MCP's log levels, least severe first.

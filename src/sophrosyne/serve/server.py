@@ -19,7 +19,7 @@ from sophrosyne.base.version import __version__
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied
 from sophrosyne.serve.auth import BearerGate, PolicyTokens
-from sophrosyne.serve.caller import Source, caller_view
+from sophrosyne.serve.caller import ClientKey, Source, caller_view
 from sophrosyne.serve.calls import Calls
 from sophrosyne.serve.features import Notices, add_features
 from sophrosyne.serve.health import SourceWatch, add_health
@@ -257,10 +257,12 @@ def build_server(
     if allow_python:
         # A program has its own wall-clock limit, longer than a statement's: its call is given that long.
         program_s = max(settings.limits.timeout_s, settings.sandbox.wall_s + 5)
-        _add_run_python(server, sources, map_calls(sources, audit, calls, seconds=program_s))
-    server.table_resources = add_features(server, sources, caller_view, calls)
+        # In threads of their own: sleeping programs never take the SQL tools' threads.
+        _add_run_python(server, sources, map_calls(sources, audit, calls, seconds=program_s, pool="programs"))
+    server.table_resources = add_features(server, sources, caller_view, calls, audit)
     (notices or Notices()).install(server)
     server.middleware.append(_WarmAfterHandshake(sources))
+    server.middleware.append(ClientKey())  # each request's calls take its client's share of the threads
     return server
 
 

@@ -182,6 +182,13 @@ def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[T
     except RecursionError:
         # Nesting the token count does not see (NOT NOT ..., - - ...) still overflows the recursive parser.
         raise shape.too_deep(limits) from None
+    except IndexError:
+        # sqlglot's parser runs off the end of a statement it half knows (`SHOW ALL` on DuckDB, which lists the
+        # settings): a statement that is no query is refused as one, anything else as text that does not parse.
+        first = next((token.text for token in tokens if token.text != ";"), "")
+        if first.upper() not in (*_QUERY_STARTS, "(", "FROM"):
+            raise RejectedSQL(f"`{_shown(first.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY) from None
+        raise SQLSyntaxError("The SQL could not be parsed.", hint=_HINT_QUERY) from None
     finally:
         _parsing.reset(token)
 

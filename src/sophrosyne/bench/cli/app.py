@@ -29,6 +29,7 @@ def bench() -> None:
 
 # In this order in `--help`.
 bench_app.command("directives")(directives.directives_command)
+bench_app.command("robustness")(directives.robustness_command)
 bench_app.command("score")(score.score_command)
 bench_app.command("tokens")(tokens.tokens_command)
 bench_app.command("report")(report.report_command)

@@ -23,7 +23,9 @@ def directives_command(
     dataset: Annotated[
         str | None,
         typer.Option(
-            help="Shared dataset: bird-dev, spider-dev, spider2-cloud, spider-syn or spider-syn-original.",
+            help="Shared dataset: bird-dev, spider-dev, spider2-cloud, spider-syn, spider-syn-original, "
+            "text2sql-classic (six classic sets) or text2sql-classic-SET (academic, geography, imdb, restaurants, "
+            "scholar, yelp).",
             show_default=False,
         ),
     ] = None,
@@ -65,6 +67,14 @@ def directives_command(
     drop_keys: Annotated[
         bool, typer.Option(help="Remove every declared primary and foreign key first: joins are then inferred.")
     ] = False,
+    perturb: Annotated[
+        str,
+        typer.Option(
+            help="Change the dataset first (never its files): none, schema-only (no values), warehouse (abbreviated "
+            "upper-case DIM_/FACT_ names, _KEY columns, no descriptions), no-keys, or synonyms (Spider-Syn's "
+            "wording; spider-syn-original only)."
+        ),
+    ] = "none",
 ) -> None:
     """Directives on every question: none, directives, oracle and the paper's method, in one run.
 
@@ -74,12 +84,13 @@ def directives_command(
     """
     from sophrosyne.bench.directives_bench import ModelEndpoint, run_directives_bench
     from sophrosyne.bench.directives_report import plot_curve, report, write_json
+    from sophrosyne.bench.perturb import perturb as perturbed
     from sophrosyne.directives import DirectiveSettings
 
     if bool(llm_base_url) != bool(llm_model):
         raise typer.BadParameter("--llm-base-url and --llm-model go together.")
     with reported():
-        data = _load(dataset, questions, tables, descriptions, databases)
+        data = perturbed(_load(dataset, questions, tables, descriptions, databases), perturb)
         settings = DirectiveSettings(threshold=threshold, question_threshold=question_threshold)
         llm = ModelEndpoint(llm_base_url, llm_model, llm_api_key) if llm_base_url and llm_model else None
         with progress_bar(not quiet) as tick:
@@ -113,7 +124,7 @@ def _load(
     if questions and tables:
         return load_custom(questions, tables, descriptions, databases)
     raise typer.BadParameter(
-        "give --dataset bird-dev|spider-dev|spider2-cloud|spider-syn|spider-syn-original, "
+        "give --dataset bird-dev|spider-dev|spider2-cloud|spider-syn|spider-syn-original|text2sql-classic, "
         "or --questions FILE with --tables FILE."
     )
 
@@ -197,3 +208,78 @@ def print_report(result: dict[str, Any]) -> None:
         console.print(
             f"[yellow]{len(result['skipped'])} question(s) skipped: {escape(said)} (each reason in the JSON report).[/]"
         )
+
+
+def robustness_command(
+    dataset: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dataset",
+            help="A set to run (repeatable); default: bird-dev, spider-dev, spider2-cloud, spider-syn, "
+            "spider-syn-original and text2sql-classic (reported per classic set).",
+            show_default=False,
+        ),
+    ] = None,
+    perturb: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--perturb",
+            help="A perturbation to run (repeatable); default: none, schema-only, warehouse, no-keys, synonyms.",
+            show_default=False,
+        ),
+    ] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the table as JSON here.")] = None,
+    quiet: Annotated[bool, typer.Option(help="No line per finished run.")] = False,
+) -> None:
+    """Directives on every set under every perturbation: one table, safe rate / prune rate per cell.
+
+    Each cell is `bench directives --dataset SET --perturb KIND` (its headline part: held-out databases where
+    the model was tuned on the set).
+
+    Example: sophrosyne bench robustness --json bench-out/robustness.json
+    """
+    from sophrosyne.bench.cli.figures import write_json
+    from sophrosyne.bench.robustness import ROBUSTNESS_PERTURBATIONS, ROBUSTNESS_SETS, run_robustness
+
+    def progress(name: str, kind: str, seconds: float) -> None:
+        if not quiet:
+            console.print(f"[dim]{escape(name)} / {escape(kind)}: {seconds:.1f} s[/]")
+
+    with reported():
+        result = run_robustness(
+            tuple(dataset or ROBUSTNESS_SETS), tuple(perturb or ROBUSTNESS_PERTURBATIONS), progress=progress
+        )
+        console.print(robustness_table(result))
+        if json_path:
+            write_json(result, json_path)
+
+
+def robustness_table(result: dict[str, Any]) -> RichTable:
+    """Rows: sets; columns: perturbations; cells: safe rate / prune rate (the whole beside a held-out part)."""
+    table = RichTable(
+        title=f"Directives under perturbation: safe rate / prune rate ({result['elapsed_s']} s)",
+        title_justify="left",
+        header_style="bold",
+    )
+    table.add_column("set", no_wrap=True)
+    table.add_column("questions", justify="right")
+    for kind in result["perturbations"]:
+        table.add_column(kind, justify="right")
+    for row in result["rows"]:
+        cells = result["cells"][row]
+        counted: dict[str, Any] = next((c for c in cells.values() if "questions" in c), {})
+        part = counted.get("part", "all")
+        label = f"{row} ({'held-out' if part == 'holdout' else part})" if part != "all" else row
+        texts = []
+        for kind in result["perturbations"]:
+            cell = cells.get(kind, {})
+            if "n/a" in cell or not cell.get("questions"):
+                texts.append("n/a")
+                continue
+            text = f"{cell_text(cell['safe_rate'])} / {cell_text(cell['prune_rate'])}"
+            whole = cell.get("whole")
+            texts.append(
+                f"{text}\n(whole {cell_text(whole['safe_rate'])} / {cell_text(whole['prune_rate'])})" if whole else text
+            )
+        table.add_row(escape(label), str(counted.get("questions", "-")), *texts)
+    return table

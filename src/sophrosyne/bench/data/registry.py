@@ -8,10 +8,12 @@ from sophrosyne.bench.data.bird import MINI_DEV, bird_dev_suite, load_bird_dev, 
 from sophrosyne.bench.data.folders import dataset_folder, datasets_root
 from sophrosyne.bench.data.spider import load_spider_dev, spider_dev_suite
 from sophrosyne.bench.data.spider_syn import WORDINGS, load_spider_syn
+from sophrosyne.bench.data.text2sql_classic import dataset_names as classic_names
+from sophrosyne.bench.data.text2sql_classic import load_text2sql_classic
 from sophrosyne.bench.data.types import Dataset, Suite
 from sophrosyne.errors import ConfigError
 
-DATASETS = ("bird-dev", "spider-dev", "spider2-cloud", "spider-syn", "spider-syn-original")
+DATASETS = ("bird-dev", "spider-dev", "spider2-cloud", "spider-syn", "spider-syn-original", *classic_names())
 SUITES = (
     "bird-dev",
     "bird-mini-dev",
@@ -23,8 +25,8 @@ SUITES = (
 
 
 def load_dataset(name: str, root: Path | None = None) -> Dataset:
-    """`bird-dev`, `spider-dev`, `spider2-cloud`, `spider-syn` or `spider-syn-original` from the shared datasets
-    folder."""
+    """`bird-dev`, `spider-dev`, `spider2-cloud`, `spider-syn`, `spider-syn-original`, `text2sql-classic` (every
+    classic set) or `text2sql-classic-<set>` from the shared datasets folder."""
     root = root or datasets_root()
     if name == "bird-dev":
         return load_bird_dev(root)
@@ -36,6 +38,8 @@ def load_dataset(name: str, root: Path | None = None) -> Dataset:
         return load_spider2_cloud(root)
     if name in WORDINGS:
         return load_spider_syn(root, name)
+    if name in classic_names():
+        return load_text2sql_classic(root, name)
     raise ConfigError(f"unknown dataset {name!r}.", hint=f"Use one of {', '.join(DATASETS)}.")
 
 

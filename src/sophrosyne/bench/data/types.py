@@ -36,6 +36,11 @@ class Dataset:
     # The databases anything may be tuned on, when the dataset fixes its own split (the rest are held out);
     # None when it has none, or when the directive model's origin names the split.
     tuning_databases: list[str] | None = None
+    # How the bench changed it before a run (bench/perturb.py), "none" when it did not.
+    perturbation: str = "none"
+    # Where a renamed column's values are read in the database file: db_id -> {(table, column) as the catalog
+    # names them: (table, column) as the file does}. Empty when the catalog uses the file's names.
+    source_names: dict[str, dict[tuple[str, str], tuple[str, str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

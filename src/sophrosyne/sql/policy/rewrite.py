@@ -15,6 +15,7 @@ from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.schema.catalog import Catalog, Table
 from sophrosyne.sql import dialects
 from sophrosyne.sql import functions as sql_functions
+from sophrosyne.sql.facts import server_fact
 from sophrosyne.sql.policy.fence import needs_fence
 from sophrosyne.sql.policy.headers import RENAMED, note_renamed
 from sophrosyne.sql.policy.mending import complete_group_by, join_in_written_order, unqualify_columns, written_headers
@@ -113,6 +114,11 @@ class Rewriter:
                 raise RejectedSQL(
                     f"function `{name}` is not allowed for role `{self.role.name}`" + (f": {why}" if why else ""),
                     hint="use built-in scalar and aggregate functions over the tables you can read",
+                )
+            if fact := server_fact(node, self.engine.name):  # `@@version`, a bare `user`, ...
+                shown, why, hint = fact
+                raise RejectedSQL(
+                    f"`{shorten(shown, 60)}` is not allowed for role `{self.role.name}`: {why}", hint=hint
                 )
             if isinstance(node, exp.DataType) and not sql_functions.cast_allowed(node, self.engine.name):
                 # A table's row type (`NULL::salaries`) or an object identifier (`'salaries'::regclass`) would
