@@ -18,7 +18,6 @@ from sophrosyne import engines
 from sophrosyne.base.text import shorten
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
-from sophrosyne.settings import Limits
 from sophrosyne.sql import dialects, shape, sizes
 from sophrosyne.sql import functions as sql_functions
 
@@ -103,7 +102,6 @@ def check_sql(
     engine = engines.for_dialect(dialect)
     parser = _dialect(engine.name)
     limits = limits or shape.ShapeLimits.defaults()
-    size_limit = size_limit or _default_size_limit()
     if "\x00" in sql:
         # Engines disagree on where a NUL ends the text (MySQL ends a comment there), so refuse it.
         raise RejectedSQL("The SQL contains a NUL character.", hint="Remove the NUL (\\x00) character.")
@@ -131,7 +129,7 @@ def check_sql(
         label = _label(root) if type(root) in _LABELS or isinstance(root, exp.Command) else first_word
         raise RejectedSQL(f"`{_shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     shape.check_tree(root, limits)
-    budget = sizes.SizeBudget(size_limit)
+    budget = sizes.SizeBudget(size_limit or sizes.DEFAULT_LIMIT)
     for node in root.walk():
         _check_node(node, engine, budget)
         # The parser's positions of names served the errors above; a role's rewrite copies the tree, and
@@ -149,13 +147,6 @@ def check_sent(sql: str, dialect: str) -> None:
             "an environment variable of the server before it runs.",
             hint="Leave out the table or column whose name holds `${`.",
         )
-
-
-@lru_cache(maxsize=1)
-def _default_size_limit() -> int:
-    default = Limits.model_fields["sql_max_size_argument"].default
-    assert isinstance(default, int)
-    return default
 
 
 @lru_cache(maxsize=32)

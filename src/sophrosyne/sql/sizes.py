@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sophrosyne.errors import RejectedSQL
+from sophrosyne.settings import Limits
 
-__all__ = ["SizeBudget"]
+__all__ = ["DEFAULT_LIMIT", "SizeBudget"]
 
 _INF = math.inf
+# The setting's default, for a statement checked without settings.
+DEFAULT_LIMIT: int = Limits.model_fields["sql_max_size_argument"].default
 
 
 @dataclass(frozen=True)
