@@ -297,11 +297,12 @@ def test_a_duckdb_statement_its_interrupt_cannot_stop_ends_with_its_process(tmp_
             started = time.monotonic()
             with pytest.raises(SophrosyneError, match="ran longer than the 1 s"):
                 env.execute_sql("SELECT len(range(60000000))")
-            assert time.monotonic() - started < 1.0 + GRACE_S
-            # Killed: it is gone as soon as the kernel has freed what it held.
-            while os.path.exists(f"/proc/{pid}") and time.monotonic() - started < 1.0 + GRACE_S:
+            answered = time.monotonic()
+            assert answered - started < 1.0 + GRACE_S
+            # Killed: it is gone as soon as the kernel has freed what it held (slower on a busy machine).
+            while os.path.exists(f"/proc/{pid}") and time.monotonic() - answered < GRACE_S:
                 time.sleep(0.05)
-            assert not os.path.exists(f"/proc/{pid}")
+            assert not os.path.exists(f"/proc/{pid}"), f"still there {time.monotonic() - answered:.1f} s later"
             assert env.execute_sql("SELECT 1 + 1").rows == [[2]]
         finally:
             env.db.close()
