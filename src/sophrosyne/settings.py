@@ -43,10 +43,7 @@ class Limits(Section):
     row_cap: int = Field(200, ge=1, le=100_000, description="Most rows execute_sql returns to a client.")
     timeout_s: float = Field(10.0, gt=0, le=3600, description="Longest a single statement may run, seconds.")
     slow_query_s: float = Field(
-        1.0,
-        gt=0,
-        le=3600,
-        description="execute_sql taking at least this many seconds comes back with performance hints.",
+        1.0, gt=0, le=3600, description="Seconds from which an execute_sql comes back with performance hints."
     )
     sql_max_depth: int = Field(
         100, ge=10, le=200, description="Deepest nesting of a statement's expressions and parentheses."
@@ -73,6 +70,9 @@ class Limits(Section):
         le=100_000,
         description="Longest LIKE, SIMILAR TO or regular expression pattern, characters (a search term of 1,000, "
         "escaped, makes at most 2,002).",
+    )
+    sql_max_size_argument: int = Field(
+        1_000_000, ge=1000, le=10**9, description="Largest width, length, count or precision a call may ask."
     )
     token_budget: int = Field(
         4000, ge=200, le=200_000, description="Most tokens a single tool response may hold before it is cut."

@@ -62,7 +62,8 @@ def children_peak():
     return max(found, default=None)
 
 target, sql = sys.argv[1], sys.argv[2]
-env = Environment.open(target, settings=Settings(timeout_s=60))
+# The guard refuses such sizes (sql_max_size_argument): raised here, so that the reading's own bound is tested.
+env = Environment.open(target, settings=Settings(timeout_s=60, sql_max_size_argument=100_000_000))
 role = Role("ops", tables={"employees": TableRule(row_filter="department = 'D042'")}, denied=["notes"])
 restricted = env.for_role(role)
 restricted.execute_sql("SELECT 1")
@@ -137,7 +138,9 @@ def test_past_the_byte_bound_reading_stops_and_says_so(engine: str, target: str)
     # 400 rows of 200,000 characters, each cut to read_value_chars (100,000): 40 MB kept in all, were it not
     # for the result's bound (here 1 MB), which stops the reading.
     sql = template.format(n=400, size=200_000)
-    code = SCRIPT.replace("Settings(timeout_s=60)", "Settings(timeout_s=60, row_cap=1000, read_result_bytes=1_000_000)")
+    code = SCRIPT.replace(
+        "Settings(timeout_s=60, ", "Settings(timeout_s=60, row_cap=1000, read_result_bytes=1_000_000, "
+    )
     ran = subprocess.run([sys.executable, "-c", code, target, sql], capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-2000:]
     measured = json.loads(ran.stdout.strip().splitlines()[-1])

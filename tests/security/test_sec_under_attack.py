@@ -119,7 +119,12 @@ def answered(what: str, answer: Any) -> bool:
 def test_another_client_is_answered_within_a_second_while_one_attacks(
     attack: Attack, database: str, tmp_path: Path
 ) -> None:
-    env = {"SOPHROSYNE_TIMEOUT_S": str(attack.timeout_s), "SOPHROSYNE_HTTP_REQUEST_S": "5"}
+    # A huge value's size is refused by the guard (sql_max_size_argument): raised, so the engine builds it.
+    env = {
+        "SOPHROSYNE_TIMEOUT_S": str(attack.timeout_s),
+        "SOPHROSYNE_HTTP_REQUEST_S": "5",
+        "SOPHROSYNE_SQL_MAX_SIZE_ARGUMENT": "1000000000",
+    }
     # A small machine's descriptor limit, scaled down, for the flood to reach without a cap.
     max_fds = 256 if attack.flood else None
     with spawned(database, folder=tmp_path, env=env, max_fds=max_fds) as server:

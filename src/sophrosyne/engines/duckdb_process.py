@@ -42,6 +42,8 @@ _FETCH_ALL_BATCH = 1000
 _PREFETCH = 2
 # How long a child may take to answer `close` before it is killed.
 _CLOSE_WAIT_S = 2.0
+# How long past its deadline a statement's answer is waited for before its process is killed.
+KILL_AFTER_S = 1.0
 
 
 class ProcessConnection:
@@ -71,10 +73,21 @@ class ProcessConnection:
                 raise duckdb.ConnectionException("the DuckDB process of this connection has ended.")
             try:
                 send(self._channel, (op, args))
+                if self._deadline is not None:
+                    # A request sent past the deadline is interrupted at once: it too gets KILL_AFTER_S.
+                    self._channel.settimeout(max(self._deadline - time.monotonic(), 0.0) + KILL_AFTER_S)
                 for _ in range(self._unread):
                     receive(self._channel)
                 self._unread = 0
                 status, value = receive(self._channel)
+                self._channel.settimeout(None)
+            except TimeoutError:
+                # Its interrupt did not stop the statement (DuckDB checks it between vectors, not inside one
+                # function's call): the process goes, and the statement's work with it.
+                self._kill()
+                raise duckdb.InterruptException(
+                    "INTERRUPT Error: Interrupted! The statement ran past its deadline; its DuckDB process was ended."
+                ) from None
             except (EOFError, OSError):
                 self.broken = True
                 raise duckdb.ConnectionException("the DuckDB process running the statement ended.") from None
@@ -137,12 +150,16 @@ class ProcessConnection:
                     for _ in range(self._unread + 1):
                         receive(self._channel)
                 except TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(self.pid, signal.SIGKILL)  # not answering: stuck in the engine
+                    self._kill()  # not answering: stuck in the engine
                 except (EOFError, OSError):
                     pass
             for end in (self._channel, self._interrupts):
                 end.close()
+
+    def _kill(self) -> None:
+        self.broken = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
 
 
 class _Zygote:

@@ -18,7 +18,7 @@ from sophrosyne import engines
 from sophrosyne.base.text import shorten
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
-from sophrosyne.sql import dialects, shape
+from sophrosyne.sql import dialects, shape, sizes
 from sophrosyne.sql import functions as sql_functions
 
 __all__ = ["check_sent", "check_sql"]
@@ -89,9 +89,12 @@ class _QuietWhileGuarding(logging.Filter):
 logging.getLogger("sqlglot").addFilter(_QuietWhileGuarding())
 
 
-def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -> exp.Expression:
-    """Return the parsed statement if `sql` is exactly one read-only query within the shape `limits` (the
-    settings' defaults when None), else raise.
+def check_sql(
+    sql: str, dialect: str, limits: shape.ShapeLimits | None = None, size_limit: int | None = None
+) -> exp.Expression:
+    """Return the parsed statement if `sql` is exactly one read-only query within the shape `limits` and
+    whose function calls ask for widths, lengths, counts and precisions of at most `size_limit`, each and
+    together (the settings' defaults when None), else raise.
 
     Raises `RejectedSQL` for anything that is not a single read-only query and `SQLSyntaxError`
     when the text does not parse.
@@ -126,8 +129,9 @@ def check_sql(sql: str, dialect: str, limits: shape.ShapeLimits | None = None) -
         label = _label(root) if type(root) in _LABELS or isinstance(root, exp.Command) else first_word
         raise RejectedSQL(f"`{_shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     shape.check_tree(root, limits)
+    budget = sizes.SizeBudget(size_limit or sizes.DEFAULT_LIMIT)
     for node in root.walk():
-        _check_node(node, engine)
+        _check_node(node, engine, budget)
         # The parser's positions of names served the errors above; a role's rewrite copies the tree, and
         # copying them was half of that copy's time.
         node._meta = None
@@ -250,7 +254,7 @@ def _check_comments(tokens: list[Token]) -> None:
                 )
 
 
-def _check_node(node: exp.Expr, engine: Engine) -> None:
+def _check_node(node: exp.Expr, engine: Engine, budget: sizes.SizeBudget) -> None:
     if isinstance(node, exp.Lock):
         raise RejectedSQL(
             f"The locking clause `FOR {'UPDATE' if node.args.get('update') else 'SHARE'}` is not allowed: {_READ_ONLY}",
@@ -260,6 +264,7 @@ def _check_node(node: exp.Expr, engine: Engine) -> None:
         raise RejectedSQL(f"`{_label(node)}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     if isinstance(node, exp.Func):
         _check_function(node, engine)
+        budget.check(node, engine.name)
     elif isinstance(node, exp.Dot):
         _check_dot(node, engine)
     elif isinstance(node, exp.Operator):

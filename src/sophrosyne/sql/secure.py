@@ -77,7 +77,9 @@ class SecurePath:
                 hint="Write a shorter statement: filter with a subquery or a join rather than a long literal list.",
             )
         dialect = self.dialect
-        expression = guard.check_sql(sql, dialect, ShapeLimits.from_settings(self.settings))
+        expression = guard.check_sql(
+            sql, dialect, ShapeLimits.from_settings(self.settings), self.settings.limits.sql_max_size_argument
+        )
         # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
         rewritten = (
             expression if self.role.unrestricted else rewrite_for(self.role, expression, self._policed(), dialect)
@@ -117,7 +119,9 @@ class SecurePath:
         try:
             result = self.db.run(executed, limit=limit, timeout_s=timeout_s, fenced=False)
         except QueryFailed as exc:
-            expression = guard.check_sql(sql, self.dialect, ShapeLimits.from_settings(self.settings))
+            expression = guard.check_sql(
+                sql, self.dialect, ShapeLimits.from_settings(self.settings), self.settings.limits.sql_max_size_argument
+            )
             raise explain_error(exc, expression, self._catalog(), self.db.name) from None
         note_statement(sql, executed, len(result.rows))
         return result
