@@ -36,6 +36,10 @@ _THE_DATA = frozenset(
 _NAMES_NO_TABLE = frozenset(tokenize(" ".join(_CALENDAR | _NUMBERS | _THE_DATA)))
 
 
+# The words between a thing and its name: "the city of Hickman", "products named Widget", "a film called Joy".
+_NAMING = frozenset({"of", "named", "called", "titled"})
+
+
 @dataclass(frozen=True)
 class Account:
     """The question's content terms, those no table, column, description, value or knowledge entry explains
@@ -116,7 +120,8 @@ def _name_homes(
     unexplained: tuple[str, ...], names: Sequence[str], lexicon: Lexicon, question: str
 ) -> tuple[tuple[str, ...], frozenset[str] | None]:
     """The unexplained words the question writes as names, and the tables that may hold them: those with a
-    column its phrase says ("Alameda County", "the city of Hickman"); None where one of the names says none."""
+    column its phrase says ("Alameda County", "the city of Hickman", "products named Widget"); None where one of
+    the names says none."""
     written = stems_of(names)
     as_names = tuple(w for w in unexplained if set(tokenize(w)) & written)
     said_stems = {t for w in as_names for t in tokenize(w)}
@@ -126,8 +131,8 @@ def _name_homes(
             continue
         at = question.find(name)
         before = word_tokens(question[:at]) if at > 0 else []
-        # The name's own words, and the word it is "of" ("the city of Hickman").
-        said = tokenize(name) + (tokenize(before[-2]) if len(before) >= 2 and before[-1] == "of" else [])
+        # The name's own words, and the word it is "of" or names ("the city of Hickman", "products named Widget").
+        said = tokenize(name) + (tokenize(before[-2]) if len(before) >= 2 and before[-1] in _NAMING else [])
         holders = {t for w in said for t in _column_words(lexicon).get(w, ())}
         if not holders:
             return as_names, None

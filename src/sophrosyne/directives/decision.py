@@ -177,7 +177,7 @@ def decide_directives(
             tier = "high" if entry.score < settings.high_tier and readable else "medium"
             why = _flag_reason(entry.score, threshold, bool(entry.reason), unexplained)
             if entry.values:  # more tables hold it than `value_holders`: the likeliest are kept
-                why = f"'{entry.values[0]}' of the question is in several tables, and likelier ones are kept"
+                why = "a value of the question is in more tables than are kept for it, and likelier ones are kept"
             told = said[key] = (tier, why, round(1.0 - entry.score, 3))
         members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
         label = units.labels[table] if members and units is not None else table
