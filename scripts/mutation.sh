@@ -19,7 +19,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/sophrosyne-mutation.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 mkdir -p "$out"
-cp -r "$root/src" "$root/tests" "$root/examples" "$root/pyproject.toml" "$work/"
+cp -r "$root/src" "$root/tests" "$root/examples" "$root/docs" "$root/README.md" "$root/pyproject.toml" "$work/"
 find "$work" -name __pycache__ -prune -exec rm -rf {} +
 cd "$work"
 # The copy's tests find the shared datasets where the checkout's would; the copy's source, not an installed one.
