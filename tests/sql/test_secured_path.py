@@ -95,14 +95,14 @@ def test_the_role_cte_takes_a_name_no_user_cte_holds(database: Database, hr: Pat
 
 def test_a_user_cte_named_like_a_table_is_renamed_past_every_name_taken(database: Database, hr: Path) -> None:
     """A nested user CTE `employees` would capture the role's CTE body's read of the table: it is renamed,
-    and `employees_1` being taken too, to `employees_2`."""
+    and `employees_1` and `employees_2` being taken too, to `employees_3`."""
     sql = (
-        "SELECT t.employee_id, t.y, e2.department FROM (WITH employees_1 AS (SELECT 5 AS y), "
-        "employees AS (SELECT 7 AS employee_id) SELECT * FROM employees, employees_1) t, employees e2"
+        "SELECT t.employee_id, t.y, t.z, e2.department FROM (WITH employees_1 AS (SELECT 5 AS y), "
+        "employees_2 AS (SELECT 6 AS z), employees AS (SELECT 7 AS employee_id) "
+        "SELECT * FROM employees, employees_1, employees_2) t, employees e2"
     )
     rewritten = rewrite_for(ROLE, sqlglot.parse_one(sql, read="sqlite"), database.catalog(), "sqlite")
-    names = _cte_names(rewritten)
-    assert names == [["_sec_employees"], ["employees_1", "employees_2"]]
+    assert _cte_names(rewritten) == [["_sec_employees"], ["employees_1", "employees_2", "employees_3"]]
     rows = database.run(rewritten.sql(dialect="sqlite"), limit=1000).rows
     assert len(rows) == count(hr, "SELECT count(*) FROM employees WHERE department = 'D042'")
-    assert set(rows) == {(7, 5, "D042")}
+    assert set(rows) == {(7, 5, 6, "D042")}
