@@ -224,3 +224,80 @@ def test_query_depth_counts_a_cte_read_as_the_query_it_holds() -> None:
     check_sql(sql, "sqlite", limits(query_depth=5))  # outer, scalar, c, and c's two
     with pytest.raises(RejectedSQL, match="sql_max_query_depth"):
         check_sql(sql, "sqlite", limits(query_depth=4))
+
+
+DEPTH_HINT = (
+    "Flatten it: a list of values in IN (...) rather than a long chain of OR, a CTE or a join rather than a "
+    "subquery in a subquery."
+)
+# (what is refused, how) -> (the message, the hint): what an agent reads, word for word.
+MESSAGES: dict[str, tuple[Callable[[], object], str, str]] = {
+    "depth_tokens": (
+        lambda: check_tokens(sqlglot.tokenize("SELECT ((1))"), limits(depth=1)),
+        "The query is nested 2 levels deep; at most 1 are allowed (setting `sql_max_depth`, SOPHROSYNE_SQL_MAX_DEPTH).",
+        DEPTH_HINT,
+    ),
+    "depth_tree": (
+        lambda: check_tree(sqlglot.parse_one("SELECT 1 + 2"), limits(depth=2)),
+        "The query is nested more than 2 levels deep; at most 2 are allowed (setting `sql_max_depth`, "
+        "SOPHROSYNE_SQL_MAX_DEPTH).",
+        DEPTH_HINT,
+    ),
+    "ctes_tokens": (
+        lambda: check_tokens(sqlglot.tokenize(ctes(2)), limits(ctes=1)),
+        "The query defines 2 CTEs; at most 1 are allowed (setting `sql_max_ctes`, SOPHROSYNE_SQL_MAX_CTES).",
+        "Merge steps into fewer CTEs, or run the work as several queries.",
+    ),
+    "ctes_tree": (
+        lambda: check_tree(sqlglot.parse_one(ctes(2)), limits(ctes=1)),
+        "The query defines more than 1 CTEs; at most 1 are allowed (setting `sql_max_ctes`, SOPHROSYNE_SQL_MAX_CTES).",
+        "Merge steps into fewer CTEs, or run the work as several queries.",
+    ),
+    "one_join": (
+        lambda: check_sql(joins(3), "sqlite", limits(tables=2)),
+        "One query joins 3 tables or subqueries in FROM and JOIN (a CTE or subquery there counted as the tables it "
+        "joins); at most 2 are allowed (setting `sql_max_tables`, SOPHROSYNE_SQL_MAX_TABLES).",
+        "Join fewer tables in one query: join what is needed, aggregate a part in a CTE, or split the work into "
+        "several queries.",
+    ),
+    "every_read": (
+        lambda: check_sql(cte_read_in_subqueries(5), "sqlite", limits(tables=2)),
+        "The query reads more tables or subqueries in FROM and JOIN in all, each CTE counted as often as it is read, "
+        "than twice the limit of one join: 4; at most 2 are allowed (setting `sql_max_tables`, "
+        "SOPHROSYNE_SQL_MAX_TABLES).",
+        "Read each CTE fewer times (join it once rather than in many subqueries), or split the work into several "
+        "queries.",
+    ),
+    "set_operations": (
+        lambda: check_sql(unions(2), "sqlite", limits(set_operations=1)),
+        "The query has more than 1 UNION, INTERSECT or EXCEPT operations (each CTE counted as often as it is read); "
+        "at most 1 are allowed (setting `sql_max_set_operations`, SOPHROSYNE_SQL_MAX_SET_OPERATIONS).",
+        "Combine the branches: one SELECT with a WHERE ... IN (...) or a CASE often replaces many.",
+    ),
+    "query_depth": (
+        lambda: check_sql(nested_queries(3), "sqlite", limits(query_depth=2)),
+        "The query nests more than 2 queries in one another (a CTE read counts as the query it holds); at most 2 "
+        "are allowed (setting `sql_max_query_depth`, SOPHROSYNE_SQL_MAX_QUERY_DEPTH).",
+        "Nest fewer subqueries: join the tables, or compute steps in fewer CTEs.",
+    ),
+    "literal_chars": (
+        lambda: check_sql("SELECT 'abc'", "sqlite", limits(literal_chars=2)),
+        "A string literal is 3 characters long; at most 2 are allowed (setting `sql_max_literal_chars`, "
+        "SOPHROSYNE_SQL_MAX_LITERAL_CHARS).",
+        "Use a shorter literal: match a distinctive part of the text with LIKE.",
+    ),
+    "pattern_chars": (
+        lambda: check_sql("SELECT 1 FROM t WHERE a LIKE 'abc'", "sqlite", limits(pattern_chars=2)),
+        "A pattern is 3 characters long; at most 2 are allowed (setting `sql_max_pattern_chars`, "
+        "SOPHROSYNE_SQL_MAX_PATTERN_CHARS).",
+        "Use a shorter pattern.",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MESSAGES))
+def test_each_refusal_says_what_passed_which_setting_and_what_to_do(case: str) -> None:
+    refuse, message, hint = MESSAGES[case]
+    with pytest.raises(RejectedSQL) as caught:
+        refuse()
+    assert (caught.value.message, caught.value.hint) == (message, hint)
