@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 from sophrosyne.sql.policy import Role, TableRule, restrict
-from sophrosyne.sql.policy.view import inherited
+from sophrosyne.sql.policy.view import _ancestors, inherited
 
 COLUMNS = ["id", "region", "salary"]
 FILTER = TableRule(row_filter="region = 'north'", hidden=["salary"])
@@ -137,6 +137,14 @@ def test_ancestors_are_followed_through_cycles_and_missing_parents() -> None:
     role = inherited(Role("r", tables={"b": FILTER}), odd)
     assert role.tables["a"] == FILTER  # b is a's parent, and a is b's: each has the other's rule
     assert inherited(Role("r", tables={"misc": FILTER}), odd).denied == []
+
+
+def test_each_ancestor_is_listed_once_nearest_first_whatever_the_cycles() -> None:
+    """a's parents are b (whose parent is a) and `outside`; d's parent e and e's parent f read each other."""
+    odd = catalog(table("a", "b", "outside"), table("b", "a"), table("d", "e"), table("e", "f"), table("f", "e"))
+    assert _ancestors(odd.tables["a"], odd) == ["b", "outside"]
+    assert _ancestors(odd.tables["d"], odd) == ["e", "f"]
+    assert inherited(Role("r", denied=["f"]), odd).denied == ["f", "d", "e"]
 
 
 def test_ancestors_nearest_first_decide_which_rule_is_nearest() -> None:
