@@ -106,3 +106,38 @@ def test_a_user_cte_named_like_a_table_is_renamed_past_every_name_taken(database
     rows = database.run(rewritten.sql(dialect="sqlite"), limit=1000).rows
     assert len(rows) == count(hr, "SELECT count(*) FROM employees WHERE department = 'D042'")
     assert set(rows) == {(7, 5, 6, "D042")}
+
+
+SECURED_MARIADB = (
+    "_sec_employees AS (SELECT `employee_id`, `full_name`, `department`, `hire_date`, `manager_id` FROM `employees` "
+    "WHERE department = 'D042')"
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "WITH x AS (SELECT * FROM employees) SELECT * FROM x",
+            f"WITH {SECURED_MARIADB}, x AS (SELECT * FROM _sec_employees AS employees) SELECT * FROM x",
+        ),
+        (
+            "WITH a AS (WITH b AS (SELECT * FROM employees) SELECT * FROM b) SELECT * FROM a",
+            f"WITH {SECURED_MARIADB}, a AS (WITH b AS (SELECT * FROM _sec_employees AS employees) SELECT * FROM b) "
+            "SELECT * FROM a",
+        ),
+        (
+            "SELECT * FROM (WITH b AS (SELECT * FROM employees) SELECT * FROM b) AS s",
+            f"WITH {SECURED_MARIADB} SELECT * FROM (WITH {SECURED_MARIADB}, b AS (SELECT * FROM _sec_employees AS "
+            "employees) SELECT * FROM b) AS s",
+        ),
+    ],
+    ids=["statement_with", "with_in_a_cte_body", "with_in_a_subquery"],
+)
+def test_only_a_with_nested_in_a_subquery_repeats_the_role_ctes_on_mariadb(
+    database: Database, sql: str, expected: str
+) -> None:
+    """MariaDB's nested WITH in a subquery does not see the statement's: the role's CTE is repeated there, and
+    only there (the statement's own WITH, and one in a CTE's body, see it)."""
+    rewritten = rewrite_for(ROLE, sqlglot.parse_one(sql, read="mysql"), database.catalog(), "mysql")
+    assert rewritten.sql(dialect="mysql") == expected
