@@ -1,0 +1,139 @@
+"""Every name a policy gives, checked against a catalog (sql/policy/names.py), each error word for word with
+the file's line: a misspelt table, column or row-filter name fails at start and says what was likely meant."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from sophrosyne.errors import ConfigError
+from sophrosyne.schema.catalog import Catalog, Column, Table
+from sophrosyne.sql.policy import load_policy, parse_policy
+
+MUST = "Every name a policy gives must exist in the database (docs/policy.md, The policy file)."
+
+
+def _table(name: str, *columns: str, schema: str | None = None) -> Table:
+    return Table(name=name, columns=[Column(c, "TEXT") for c in columns], schema=schema)
+
+
+CATALOG = Catalog(
+    tables={
+        t.name: t
+        for t in [
+            _table("employees", "employee_id", "full_name", "department", "manager_id"),
+            _table("departments", "dept_code", "dept_name"),
+            *(_table(f"db.{s}.orders", "id", schema=f"db.{s}") for s in "abc"),
+            *(_table(f"db.{s}.events", "id", schema=f"db.{s}") for s in "abcd"),
+        ]
+    },
+    dialect="postgres",
+)
+HEAD = 'default_role = "r"\n[roles.r]\n'
+# name -> (what follows [roles.r], the line the error names, the message after `file:line: `, the hint)
+REFUSED: dict[str, tuple[str, int, str, str]] = {
+    "deny_misspelt": (
+        'deny = ["employes"]',
+        3,
+        "role `r` denies table `employes`: no such table in the database, so the table it meant would stay readable.",
+        f"Did you mean `employees`? {MUST}",
+    ),
+    "deny_unlike_any": (
+        'deny = ["zzzz"]',
+        3,
+        "role `r` denies table `zzzz`: no such table in the database, so the table it meant would stay readable.",
+        f"{MUST} Check the table's spelling.",
+    ),
+    "rule_misspelt": (
+        "[roles.r.tables.employes]",
+        3,
+        "role `r` has a rule for table `employes`: no such table in the database.",
+        f"Did you mean `employees`? {MUST}",
+    ),
+    "column_misspelt": (
+        '[roles.r.tables.employees]\ncolumns = ["employee_id", "full_nam"]',
+        4,
+        "role `r`, table `employees`: no column `full_nam` (in `columns`).",
+        f"Did you mean `full_name`? {MUST}",
+    ),
+    "hidden_unlike_any": (
+        '[roles.r.tables.employees]\nhidden = ["qqqq"]',
+        4,
+        "role `r`, table `employees`: no column `qqqq` (in `hidden`).",
+        f"{MUST} Check the column's spelling.",
+    ),
+    "filter_column_misspelt": (
+        "[roles.r.tables.employees]\nrow_filter = \"departmnt = 'D1'\"",
+        4,
+        "role `r`, table `employees`: the row filter uses unknown column `departmnt`.",
+        f"Did you mean `department`? {MUST}",
+    ),
+    "filter_table_misspelt": (
+        '[roles.r.tables.employees]\nrow_filter = "department IN (SELECT dept_code FROM departmnts)"',
+        4,
+        "role `r`, table `employees`: the row filter reads unknown table `departmnts`.",
+        f"Did you mean `departments`? {MUST}",
+    ),
+    "filter_column_of_another_table": (
+        "[roles.r.tables.employees]\n"
+        "row_filter = \"department IN (SELECT D.dept_code FROM departments D WHERE D.full_name = 'x')\"",
+        4,
+        "role `r`, table `employees`: the row filter uses unknown column `D.full_name`.",
+        f"{MUST} Check the column's spelling.",
+    ),
+    "filter_column_unqualified_outside_its_table": (
+        "[roles.r.tables.departments]\nrow_filter = \"full_name = 'x'\"",
+        4,
+        "role `r`, table `departments`: the row filter uses unknown column `full_name`.",
+        f"{MUST} Check the column's spelling.",
+    ),
+    "name_of_three_tables": (
+        "[roles.r.tables.orders]",
+        3,
+        "role `r` names table `orders`, which means 3 tables: `db.a.orders`, `db.b.orders`, `db.c.orders`.",
+        "Write the table's qualified name (`schema.table` or `catalog.schema.table`).",
+    ),
+    "name_of_four_tables": (
+        'deny = ["events"]',
+        3,
+        "role `r` names table `events`, which means 4 tables: `db.a.events`, `db.b.events`, `db.c.events`, ....",
+        "Write the table's qualified name (`schema.table` or `catalog.schema.table`).",
+    ),
+}
+ACCEPTED: dict[str, str] = {
+    "filter_reads_a_subquery_table": (
+        "[roles.r.tables.employees]\n"
+        "row_filter = \"department IN (SELECT dept_code FROM departments WHERE dept_name = 'x')\""
+    ),
+    "filter_qualified_by_alias": (
+        "[roles.r.tables.employees]\n"
+        "row_filter = \"department IN (SELECT d.dept_code FROM departments AS d WHERE d.dept_name = 'x')\""
+    ),
+    "filter_qualified_by_table": "[roles.r.tables.employees]\nrow_filter = \"employees.department = 'D1'\"",
+    "whole_warehouse_name": '[roles.r.tables."db.a.orders"]\nrow_filter = "id = 1"',
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_a_name_the_catalog_does_not_hold_is_refused_with_its_line(name: str, tmp_path: Path) -> None:
+    body, line, message, hint = REFUSED[name]
+    path = tmp_path / "policy.toml"
+    path.write_text(HEAD + body + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_policy(path).check(CATALOG)
+    assert (caught.value.message, caught.value.hint) == (f"{path}:{line}: {message}", hint)
+
+
+@pytest.mark.parametrize("name", list(ACCEPTED))
+def test_names_the_catalog_holds_pass(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(HEAD + ACCEPTED[name] + "\n", encoding="utf-8")
+    load_policy(path).check(CATALOG)
+
+
+def test_without_a_file_the_error_begins_with_the_policy() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(tomllib.loads(HEAD + 'deny = ["employes"]\n')).check(CATALOG)
+    assert caught.value.message.startswith("the policy: role `r` denies table `employes`: no such table")
