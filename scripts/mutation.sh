@@ -16,7 +16,8 @@ shift || true
 python=${PYTHON:-$root/.venv/bin/python}
 [ -x "$python" ] || python=$(command -v python)
 work=$(mktemp -d "${TMPDIR:-/tmp}/sophrosyne-mutation.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# KEEP=1 keeps the copy (its mutants/ holds every mutant, for `mutmut show` or a re-run of some).
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 
 mkdir -p "$out"
 cp -r "$root/src" "$root/tests" "$root/examples" "$root/docs" "$root/README.md" "$root/pyproject.toml" "$work/"
@@ -34,12 +35,14 @@ started=$(date +%s)
 "$python" -m mutmut export-cicd-stats >/dev/null
 cp mutants/mutmut-cicd-stats.json "$out/stats.json"
 : >"$out/survivors.diff"
-grep -E ': (survived|no tests)$' "$out/results.txt" | sed -E 's/^ *([^:]+):.*/\1/' | while read -r name; do
+{ grep -E ': (survived|no tests)$' "$out/results.txt" || true; } | sed -E 's/^ *([^:]+):.*/\1/' | while read -r name; do
     "$python" -m mutmut show "$name" >>"$out/survivors.diff" 2>&1 || true
 done
+[ -z "${KEEP:-}" ] || echo "kept: $work"
 "$python" - "$out/stats.json" "$(($(date +%s) - started))" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
+# `total` counts every mutant generated, those a module glob left out too: the score is of those tested.
 tested = s["killed"] + s["survived"] + s["timeout"] + s["suspicious"] + s["no_tests"]
 caught = s["killed"] + s["timeout"]
 print(f"mutants {s['total']}: killed {s['killed']}, timeout {s['timeout']}, survived {s['survived']}, "
