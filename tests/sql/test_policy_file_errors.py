@@ -45,10 +45,10 @@ CASES: dict[str, tuple[str, str, int | None, str | None]] = {
         None,
     ),
     "token_role_unknown": (
-        f'default_role = "a"\n[roles.a]\n[tokens]\n{HEX} = "b"\n',
-        "tokens: a token maps to unknown role `b`",
-        4,
-        "The roles are a.",
+        f'default_role = "admin"\n[roles.admin]\n[roles.ops]\n[tokens]\n{HEX} = "adm"\n',
+        "tokens: a token maps to unknown role `adm`",
+        5,
+        "Did you mean `admin`? The roles are admin, ops.",
     ),
     "role_unknown_key": (
         "[roles.a]\nfoo = 1\n",
@@ -153,3 +153,8 @@ def test_a_missing_or_broken_file_is_named(tmp_path: Path) -> None:
 
 def test_a_token_is_stored_as_the_sha256_of_its_utf8_bytes_in_lower_case_hex() -> None:
     assert hash_token("é") == "4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c"
+
+
+def test_a_role_keeps_its_description() -> None:
+    policy = parse_policy(tomllib.loads('default_role = "a"\n[roles.a]\ndescription = "Reads sales."\n[roles.b]\n'))
+    assert (policy.roles["a"].description, policy.roles["b"].description) == ("Reads sales.", "")

@@ -11,6 +11,7 @@ import pytest
 from sophrosyne.errors import ConfigError
 from sophrosyne.schema.catalog import Catalog, Column, Table
 from sophrosyne.sql.policy import load_policy, parse_policy
+from sophrosyne.sql.policy.names import closest
 
 MUST = "Every name a policy gives must exist in the database (docs/policy.md, The policy file)."
 
@@ -137,3 +138,9 @@ def test_without_a_file_the_error_begins_with_the_policy() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_policy(tomllib.loads(HEAD + 'deny = ["employes"]\n')).check(CATALOG)
     assert caught.value.message.startswith("the policy: role `r` denies table `employes`: no such table")
+
+
+def test_the_closest_name_ignores_case_and_is_kept_from_a_score_of_75() -> None:
+    assert closest("EMPLOYES", ["departments", "employees"]) == "employees"
+    assert closest("dement", ["department"]) == "department"  # WRatio 75.0, the cut-off itself
+    assert closest("dmnt", ["department"]) is None
