@@ -102,6 +102,18 @@ REFUSED: dict[str, tuple[str, int, str, str]] = {
         "role `r` names table `events`, which means 4 tables: `db.a.events`, `db.b.events`, `db.c.events`, ....",
         "Write the table's qualified name (`schema.table` or `catalog.schema.table`).",
     ),
+    "rule_unlike_any": (
+        "[roles.r.tables.zzzz]",
+        3,
+        "role `r` has a rule for table `zzzz`: no such table in the database.",
+        f"{MUST} Check the table's spelling.",
+    ),
+    "denied_name_of_four_tables_on_its_own_line": (
+        'deny = [\n  "employees",\n  "events",\n]',
+        5,
+        "role `r` names table `events`, which means 4 tables: `db.a.events`, `db.b.events`, `db.c.events`, ....",
+        "Write the table's qualified name (`schema.table` or `catalog.schema.table`).",
+    ),
 }
 ACCEPTED: dict[str, str] = {
     "filter_reads_a_subquery_table": (
