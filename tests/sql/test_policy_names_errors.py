@@ -114,6 +114,12 @@ REFUSED: dict[str, tuple[str, int, str, str]] = {
         "role `r` names table `events`, which means 4 tables: `db.a.events`, `db.b.events`, `db.c.events`, ....",
         "Write the table's qualified name (`schema.table` or `catalog.schema.table`).",
     ),
+    "hidden_column_on_its_own_line": (
+        '[roles.r.tables.employees]\nhidden = [\n  "full_name",\n  "salary",\n]',
+        6,
+        "role `r`, table `employees`: no column `salary` (in `hidden`).",
+        f"{MUST} Check the column's spelling.",
+    ),
 }
 ACCEPTED: dict[str, str] = {
     "filter_reads_a_subquery_table": (
