@@ -120,6 +120,12 @@ REFUSED: dict[str, tuple[str, int, str, str]] = {
         "role `r`, table `employees`: no column `salary` (in `hidden`).",
         f"{MUST} Check the column's spelling.",
     ),
+    "filter_table_unlike_any": (
+        '[roles.r.tables.employees]\nrow_filter = "department IN (SELECT dept_code FROM qqqq)"',
+        4,
+        "role `r`, table `employees`: the row filter reads unknown table `qqqq`.",
+        f"{MUST} Check the table's spelling.",
+    ),
 }
 ACCEPTED: dict[str, str] = {
     "filter_reads_a_subquery_table": (
@@ -162,3 +168,12 @@ def test_the_closest_name_ignores_case_and_is_kept_from_a_score_of_75() -> None:
     assert closest("EMPLOYES", ["departments", "employees"]) == "employees"
     assert closest("dement", ["department"]) == "department"  # WRatio 75.0, the cut-off itself
     assert closest("dmnt", ["department"]) is None
+
+
+def test_a_row_filter_is_read_in_the_databases_dialect(tmp_path: Path) -> None:
+    """On MySQL `"nosuch"` is a string, not a column: the filter compares two strings (and keeps no row)."""
+    path = tmp_path / "policy.toml"
+    path.write_text(HEAD + '[roles.r.tables.employees]\nrow_filter = \'"nosuch" = "x"\'\n', encoding="utf-8")
+    load_policy(path).check(Catalog(tables=CATALOG.tables, dialect="mysql"))
+    with pytest.raises(ConfigError, match="unknown column `\"nosuch\"`"):
+        load_policy(path).check(CATALOG)
