@@ -126,6 +126,21 @@ REFUSED: dict[str, tuple[str, int, str, str]] = {
         "role `r`, table `employees`: the row filter reads unknown table `qqqq`.",
         f"{MUST} Check the table's spelling.",
     ),
+    "filter_column_qualified_by_an_aliased_tables_name": (
+        "[roles.r.tables.employees]\n"
+        "row_filter = \"department IN (SELECT dept_code FROM departments AS d WHERE departments.full_name = 'x')\"",
+        4,
+        "role `r`, table `employees`: the row filter uses unknown column `departments.full_name`.",
+        f"{MUST} Check the column's spelling.",
+    ),
+    "filter_column_of_a_deeper_subquery": (
+        "[roles.r.tables.departments]\n"
+        "row_filter = \"dept_code IN (SELECT x.dept_code FROM departments AS x WHERE full_name = 'a' "
+        'AND x.dept_code IN (SELECT department FROM employees))"',
+        4,
+        "role `r`, table `departments`: the row filter uses unknown column `full_name`.",
+        f"{MUST} Check the column's spelling.",
+    ),
 }
 ACCEPTED: dict[str, str] = {
     "filter_reads_a_subquery_table": (
@@ -137,6 +152,11 @@ ACCEPTED: dict[str, str] = {
         "row_filter = \"department IN (SELECT d.dept_code FROM departments AS d WHERE d.dept_name = 'x')\""
     ),
     "filter_qualified_by_table": "[roles.r.tables.employees]\nrow_filter = \"employees.department = 'D1'\"",
+    "filter_column_of_an_outer_query": (
+        "[roles.r.tables.employees]\n"
+        'row_filter = "department IN (SELECT dept_code FROM departments AS d '
+        "WHERE EXISTS (SELECT 1 FROM employees AS e2 WHERE dept_name = 'x'))\""
+    ),
     "whole_warehouse_name": '[roles.r.tables."db.a.orders"]\nrow_filter = "id = 1"',
 }
 
@@ -175,5 +195,5 @@ def test_a_row_filter_is_read_in_the_databases_dialect(tmp_path: Path) -> None:
     path = tmp_path / "policy.toml"
     path.write_text(HEAD + '[roles.r.tables.employees]\nrow_filter = \'"nosuch" = "x"\'\n', encoding="utf-8")
     load_policy(path).check(Catalog(tables=CATALOG.tables, dialect="mysql"))
-    with pytest.raises(ConfigError, match="unknown column `\"nosuch\"`"):
+    with pytest.raises(ConfigError, match='unknown column `"nosuch"`'):
         load_policy(path).check(CATALOG)
