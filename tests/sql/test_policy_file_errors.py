@@ -158,3 +158,10 @@ def test_a_token_is_stored_as_the_sha256_of_its_utf8_bytes_in_lower_case_hex() -
 def test_a_role_keeps_its_description() -> None:
     policy = parse_policy(tomllib.loads('default_role = "a"\n[roles.a]\ndescription = "Reads sales."\n[roles.b]\n'))
     assert (policy.roles["a"].description, policy.roles["b"].description) == ("Reads sales.", "")
+
+
+def test_an_unknown_role_unlike_any_gets_the_list_alone() -> None:
+    policy = parse_policy(tomllib.loads('default_role = "ops"\n[roles.admin]\n[roles.ops]\n'))
+    with pytest.raises(ConfigError) as caught:
+        policy.role("qqqq")
+    assert caught.value.hint == "The roles are admin, ops."
