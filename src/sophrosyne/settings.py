@@ -53,7 +53,7 @@ class Limits(Section):
         20,
         ge=1,
         le=1000,
-        description="Most tables and subqueries in FROM and JOIN, each CTE counted as often as it is read.",
+        description="Most tables one query joins (a CTE or subquery in FROM counts as its tables); all reads: twice.",
     )
     sql_max_query_depth: int = Field(
         32, ge=2, le=100, description="Deepest nesting of queries in a statement, a CTE read counting as its query."

@@ -1,7 +1,8 @@
 """Query-shape limits: what the planner is given is bounded before it plans it. A chain of 500 or 3,000 CTEs
 (PostgreSQL planned 500 for 23 s under a 1 s limit) is refused at once with the limit named, a chain under the
 limits runs within the timeout, and 1,500-deep nesting on every engine gives a clear limit, never an internal
-error or a RecursionError."""
+error or a RecursionError. A CTE joined with itself at each step (2^n relations once inlined) is refused
+before planning, while a CTE read many times in scalar subqueries (real analytics) runs."""
 
 from __future__ import annotations
 
@@ -94,6 +95,30 @@ def test_joins_past_the_limit_are_refused_before_planning_on_postgres(pg_env: En
         pg_env.execute_sql(f"SELECT e0.employee_id FROM employees e0 {joins}")
 
 
+def doubling_chain(n: int, materialized: str = "") -> str:
+    """Each CTE joins the one before with itself: inlined (PostgreSQL's NOT MATERIALIZED), 2^n relations."""
+    parts = [f"c0 AS {materialized}(SELECT employee_id AS a FROM employees)"]
+    parts += [
+        f"c{i} AS {materialized}(SELECT x.a FROM c{i - 1} x JOIN c{i - 1} y ON x.a = y.a)" for i in range(1, n + 1)
+    ]
+    return f"WITH {', '.join(parts)} SELECT count(*) FROM c{n}"
+
+
+@pytest.mark.engine
+def test_a_cte_joined_with_itself_at_each_step_is_refused_before_planning_on_postgres(pg_env: Environment) -> None:
+    """PostgreSQL planned this chain for 1.1 s at 2^6 relations, 3.8 s at 2^8, 22 s at 2^9 (inlined, under a
+    statement timeout it does not check while planning); 2^4 is under the limit and runs."""
+    for view in (pg_env, ready(pg_env.for_role(ROLE))):
+        started = time.perf_counter()
+        assert view.execute_sql(doubling_chain(4, "NOT MATERIALIZED ")).row_count == 1
+        assert time.perf_counter() - started < SETTINGS.limits.timeout_s
+        for n in (5, 9):
+            started = time.perf_counter()
+            with pytest.raises(RejectedSQL, match=f"One query joins {2**n} tables.*sql_max_tables"):
+                view.execute_sql(doubling_chain(n, "NOT MATERIALIZED "))
+            assert time.perf_counter() - started < 2
+
+
 DEPTH = 1500
 DEEP = {
     "parentheses": "SELECT " + "(" * DEPTH + "1" + ")" * DEPTH,
@@ -135,6 +160,22 @@ def test_nesting_real_queries_use_still_runs_on_every_engine(any_env: Environmen
     )
     for view in (any_env, ready(any_env.for_role(ROLE))):
         assert view.execute_sql(sql).row_count == 1
+
+
+def test_a_doubling_cte_chain_is_refused_and_a_cte_read_in_many_subqueries_runs_on_every_engine(
+    any_env: Environment,
+) -> None:
+    """The 2^n chain is refused on every engine; one CTE read in six scalar subqueries (the shape of Spider
+    2.0's bq098) runs: each read is a join of one table, 6 in all, under twice the limit."""
+    reads = ", ".join(
+        f"(SELECT count(*) FROM d WHERE d.department = '{dept}') AS n{i}"
+        for i, dept in enumerate(["D042", "D001", "D042", "D007", "D042", "D001"])
+    )
+    shared = f"WITH d AS (SELECT department FROM employees) SELECT {reads}"
+    for view in (any_env, ready(any_env.for_role(ROLE))):
+        with pytest.raises(RejectedSQL, match="sql_max_tables"):
+            view.execute_sql(doubling_chain(5))
+        assert view.execute_sql(shared).row_count == 1
 
 
 def test_deep_nesting_is_a_clear_tool_error_through_mcp(tmp_path: Path) -> None:

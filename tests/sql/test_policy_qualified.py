@@ -12,7 +12,7 @@ from sophrosyne.errors import ConfigError, RejectedSQL, UnknownTable
 from sophrosyne.schema.catalog import Catalog, Column, Table
 from sophrosyne.sql.guard import check_sql
 from sophrosyne.sql.policy import Role, TableRule, parse_policy, restrict, rewrite_for
-from sophrosyne.sql.policy.qualified import find_table, names_table, qualified_parts
+from sophrosyne.sql.policy.qualified import find_table, names_table, qualified_parts, tables_named
 
 
 def _warehouse(dialect: str, *names: str) -> Catalog:
@@ -182,3 +182,13 @@ def test_a_rule_that_several_tables_end_with_later_denies_them_all() -> None:
     seen = restrict(role, BQ).tables
     assert "shop-prod.sales.orders" not in seen and "shop-prod.archive.orders" not in seen
     assert "shop-prod.hr.staff" in seen
+
+
+def test_a_name_the_catalog_holds_whole_means_that_table_alone() -> None:
+    """`orders` is a table of its own here, and also ends `shop.sales.orders`: the policy's `orders` is the first."""
+    catalog = Catalog(
+        tables={n: Table(name=n, columns=[Column("id", "INT")]) for n in ("orders", "shop.sales.orders")},
+        dialect="snowflake",
+    )
+    assert [t.name for t in tables_named(catalog, "orders")] == ["orders"]
+    assert [t.name for t in tables_named(catalog, "sales.orders")] == ["shop.sales.orders"]

@@ -24,8 +24,6 @@ from sophrosyne.sql.policy import Role, TableRule, rewrite_for
 
 # Scripts: DECLARE or CREATE TEMP FUNCTION before the query (several statements).
 SCRIPTS = {"bq001", "bq002", "bq350", "bq406"}
-# Reads more relations than `sql_max_tables` allows (a CTE counted as often as it is read): 24.
-OVER_THE_TABLE_LIMIT = {"bq098": 24}
 
 
 def _folder() -> Path:
@@ -53,20 +51,23 @@ def test_the_guard_accepts_every_single_statement_and_refuses_the_scripts() -> N
     print(f"spider2-lite gold: {len(verdicts)} queries, {len(accepted)} accepted {by_dialect}")
     assert len(verdicts) == 232
     refused = {i: why for i, why in verdicts.items() if why is not None}
-    assert set(refused) == SCRIPTS | set(OVER_THE_TABLE_LIMIT)
+    print(f"refused: {sorted(refused)}")
+    assert set(refused) == SCRIPTS
     for instance in SCRIPTS:
         assert "statements were sent: only one statement may run per call" in str(refused[instance])
-    assert "setting `sql_max_tables`" in str(refused["bq098"])
-    assert by_dialect == {"bigquery": 143, "snowflake": 84}
+    assert by_dialect == {"bigquery": 144, "snowflake": 84}
 
 
-def test_the_query_over_the_table_limit_passes_once_the_setting_allows_it() -> None:
+def test_the_largest_gold_statements_pass_with_little_room_to_spare() -> None:
+    """The shape limits count what the planner meets: bq419 joins 16 CTEs of one table each in one query
+    (16 relations), bq098 reads one CTE of three relations in six places (24 reads, under twice 20). One
+    table fewer allowed refuses each, so the limits are not far above real analytics."""
     gold = {instance: (dialect, sql) for instance, dialect, sql in _gold()}
-    for instance, tables in OVER_THE_TABLE_LIMIT.items():
+    for instance, tables, message in (("bq419", 16, "One query joins 16"), ("bq098", 12, "twice the limit")):
         dialect, sql = gold[instance]
         at = dataclasses.replace(shape.ShapeLimits.defaults(), tables=tables)
         check_sql(sql, dialect, at)
-        with pytest.raises(RejectedSQL, match="sql_max_tables"):
+        with pytest.raises(RejectedSQL, match=message):
             check_sql(sql, dialect, dataclasses.replace(at, tables=tables - 1))
 
 
@@ -124,12 +125,11 @@ def _without_ddl(tables: set[str], catalog: Catalog) -> set[str]:
 @pytest.mark.slow
 def test_transparent_rewrites_parse_again_and_read_the_same_tables() -> None:
     """Slow: it reads the DDL of every database the gold SQL names (about 7 s) and rewrites 215 statements."""
-    limits = dataclasses.replace(shape.ShapeLimits.defaults(), tables=max(OVER_THE_TABLE_LIMIT.values()))
     rewritten, no_ddl, failures = 0, [], []
     for instance, dialect, sql in _gold():
         if instance in SCRIPTS:
             continue
-        tree = check_sql(sql, dialect, limits)
+        tree = check_sql(sql, dialect)
         catalog = _catalog_for(tree, dialect)
         # A role whose one rule restricts nothing: restricted, so the rewrite runs, and it sees every table whole.
         tables = _base_tables(tree)
