@@ -56,6 +56,9 @@ SIZES: dict[str, tuple[_Size, ...]] = {
     "bar": (_Size(3, "bar width"),),
     "to_base": (_Size(2, "minimum length"),),
     "bitstring": (_Size(1, "bit string length"),),
+    # Spark's stack(n, ...) makes n rows in one call, which its cancel reaches only when the call ends (2**31 rows
+    # answered at 5 s with a 2 s timeout).
+    "stack": (_Size(0, "row count"),),
     # Written out for DuckDB as a list of that many quantiles, by sqlglot, in this process: 2147483647 of
     # them held the server's thread and 13 GB before any statement was sent.
     "approx_quantiles": (_Size(1, "bucket count", most=1000),),
@@ -63,7 +66,7 @@ SIZES: dict[str, tuple[_Size, ...]] = {
 # Typed classes whose name varies by dialect (SPACE compiles to REPEAT(' ', n) on MySQL and Spark).
 _TYPED: dict[type[exp.Func], str] = {
     exp.Repeat: "repeat", exp.Pad: "lpad", exp.Space: "space", exp.Randstr: "randstr",
-    exp.ApproxQuantiles: "approx_quantiles",
+    exp.ApproxQuantiles: "approx_quantiles", exp.Stack: "stack",
 }  # fmt: skip
 # Functions whose first argument is a format string, with widths and precisions written in it: C's printf
 # style, and DuckDB's format(), which is Python's (fmt's) `{:>10}` style.
