@@ -53,7 +53,7 @@ def pg_env() -> Iterator[Environment]:
     with postgres_schema("soph_secshape") as url:
         environment = Environment.open(url, settings=SETTINGS)
         yield ready(environment)
-        environment.db.close()
+        environment.close()  # the database, and the role views' background work joined
 
 
 @pytest.mark.engine
@@ -140,7 +140,7 @@ def any_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     with built(engine, tmp_path_factory.mktemp(f"secshape_{engine}"), "soph_secshape") as target:
         environment = Environment.open(target, settings=Settings(timeout_s=10))
         yield ready(environment)
-        environment.db.close()
+        environment.close()  # the database, and the role views' background work joined
 
 
 @pytest.mark.parametrize("form", list(DEEP), ids=list(DEEP))
