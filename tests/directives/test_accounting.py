@@ -10,7 +10,7 @@ import pytest
 
 from sophrosyne.directives import DirectiveSettings, compute_directives, decide_directives, score_tables
 from sophrosyne.directives.accounting import account, thing_words, unread_tables
-from sophrosyne.directives.decision import key_like, links
+from sophrosyne.directives.links import key_like, links
 from sophrosyne.directives.thesaurus import load_thesaurus
 from sophrosyne.index import SchemaIndex, ValueIndex
 from sophrosyne.index.lexicon import lexicon_for
