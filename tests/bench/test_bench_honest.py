@@ -114,7 +114,7 @@ def test_the_report_records_every_option_as_the_run_used_it(tmp_path: Path) -> N
     assert settings["threshold"] == 0.9 and settings["question_threshold"] == 0.02
     assert settings["limit"] == 12 and settings["split"] == "all" and settings["dataset"] == "custom"
     assert settings["llm"] == {"base_url": url, "model": "small", "api_key": None}
-    assert settings["max_bridge_hops"] == DirectiveSettings().max_bridge_hops
+    assert settings["bridge_ends"] == DirectiveSettings().bridge_ends
     assert settings["model"]["commit"] == fitted_model().origin["commit"]
     # ... and they are what the run did: 12 questions, 12 model calls, and the recorded thresholds reproduce
     # the figures, which swapping the two thresholds would not.

@@ -3,9 +3,11 @@ them; a short question held to a higher threshold."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from sophrosyne.directives import DirectiveSettings, decide_directives, keep_threshold, score_tables
+from sophrosyne.directives import DirectiveSettings, decide_directives, fitted_model, keep_threshold, score_tables
 from sophrosyne.index import SchemaIndex
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
@@ -39,13 +41,13 @@ def decided(link_score: float) -> list[str]:
     scores = {"students": 0.9, "courses": 0.8, "enrolments": link_score, "rooms": 0.01, "staff": 0.01}
     for table, entry in scored.board.items():
         entry.score = scores[table]
-    settings = DirectiveSettings(threshold=0.2, question_threshold=0.2, bridge_floor=0.1)
+    settings = DirectiveSettings(threshold=0.2, question_threshold=0.2)
     return decide_directives(scored, settings).relevant
 
 
-def test_a_bridge_is_kept_unless_the_model_gives_it_almost_nothing() -> None:
+def test_a_bridge_between_two_sure_ends_is_kept_whatever_the_model_gives_it() -> None:
     assert decided(0.05) == ["courses", "enrolments", "students"]  # below the threshold, kept as the bridge
-    assert decided(0.019) == ["courses", "students"]  # below a tenth of it: no route through it
+    assert decided(0.001) == ["courses", "enrolments", "students"]  # the only route between them
 
 
 def bridged(
@@ -57,8 +59,16 @@ def bridged(
     scores = {"students": 0.9, "courses": course_score, "enrolments": 0.05, "rooms": 0.01, "staff": 0.01}
     for table, entry in scored.board.items():
         entry.score = scores[table]
-    settings = DirectiveSettings(threshold=0.2, question_threshold=0.2, bridge_ends=2.5, short_question_power=power)
-    return decide_directives(scored, settings).relevant
+    return decide_directives(scored, with_power(power)).relevant
+
+
+def with_power(power: float) -> DirectiveSettings:
+    """Thresholds of 0.2, a short question's raised by (12 / its words) ** power."""
+    model = fitted_model()
+    model = replace(model, without_knowledge=replace(model.without_knowledge, short_power=power))
+    return DirectiveSettings(
+        model=model, threshold=0.2, question_threshold=0.2, bridge_ends=2.5, long_question_words=12
+    )
 
 
 def test_a_bridge_joins_only_tables_the_decision_is_sure_of() -> None:
@@ -67,15 +77,13 @@ def test_a_bridge_joins_only_tables_the_decision_is_sure_of() -> None:
     assert bridged(0.3) == ["courses", "students"]
 
 
-def test_a_short_question_without_knowledge_is_held_to_a_higher_threshold_at_most_the_cap() -> None:
+def test_a_short_question_without_knowledge_is_held_to_a_higher_threshold() -> None:
     c = chain()
     index = SchemaIndex.build(c)
-    settings = DirectiveSettings(
-        threshold=0.2, question_threshold=0.2, long_question_words=12, short_question_power=0.3, short_question_cap=1.33
-    )
+    settings = with_power(0.3)
     three = score_tables("Which students take Algebra?", None, c, index)
     assert three.question_words == 3
-    assert keep_threshold(three, settings) == pytest.approx(0.2 * 1.33)  # (12 / 3) ** 0.3 = 1.52: capped
+    assert keep_threshold(three, settings) == pytest.approx(0.2 * (12 / 3) ** 0.3)
     seven = score_tables("Which students older than twenty take Algebra with Smith on Mondays?", None, c, index)
     assert seven.question_words == 7
     assert keep_threshold(seven, settings) == pytest.approx(0.2 * (12 / 7) ** 0.3)

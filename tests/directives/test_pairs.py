@@ -3,7 +3,9 @@ kept together."""
 
 from __future__ import annotations
 
-from sophrosyne.directives import DirectiveSettings, compute_directives
+import pytest
+
+from sophrosyne.directives import DirectiveSettings, compute_directives, decision, scoring
 from sophrosyne.directives.pairs import dictionary_pairs, keep_pairs
 from sophrosyne.index import SchemaIndex
 from sophrosyne.index.lexicon import lexicon_for
@@ -37,12 +39,14 @@ def test_a_dictionary_pairs_with_the_fact_table_of_its_name_and_code() -> None:
     assert keep_pairs({"PATIENTS"}, lexicon) == {"PATIENTS"}
 
 
-def test_the_other_table_of_a_kept_pair_is_not_flagged() -> None:
+def test_the_other_table_of_a_kept_pair_is_not_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
     catalog = hospital()
     index = SchemaIndex.build(catalog)
     question = "How many rows of diagnoses_icd have an icd9_code?"
-    strict = DirectiveSettings(threshold=0.999, question_threshold=0.999, thesaurus=False)
+    monkeypatch.setattr(scoring, "schema_synonyms", lambda *args: {})  # the pair alone, WordNet aside
+    strict = DirectiveSettings(threshold=0.999, question_threshold=0.999)
     kept = compute_directives(question, "", catalog, index, settings=strict)
     assert "DIAGNOSES_ICD" in kept.relevant and "D_ICD_DIAGNOSES" in kept.relevant
-    alone = DirectiveSettings(threshold=0.999, question_threshold=0.999, thesaurus=False, keep_pairs=False)
-    assert "D_ICD_DIAGNOSES" in compute_directives(question, "", catalog, index, settings=alone).flagged
+    # Without the pair rule the dictionary would be flagged.
+    monkeypatch.setattr(decision, "keep_pairs", lambda relevant, lexicon: set(relevant))
+    assert "D_ICD_DIAGNOSES" in compute_directives(question, "", catalog, index, settings=strict).flagged

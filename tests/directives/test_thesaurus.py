@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.wordnet import debian_wordnet
-from sophrosyne.directives import DirectiveSettings, decide_directives, score_tables
+from sophrosyne.directives import DirectiveSettings, decide_directives, score_tables, scoring
 from sophrosyne.directives.thesaurus import (
     DATA_FILE,
     SECTION,
@@ -96,31 +96,31 @@ def test_related_nouns_are_synonyms_and_one_step_up_or_down() -> None:
 
 def test_question_words_are_related_to_table_name_words_only() -> None:
     lexicon = lexicon_for(makers())
-    related = schema_synonyms("Which manufacturers are in each nation?", lexicon, load_thesaurus(), 1, 3)
+    related = schema_synonyms("Which manufacturers are in each nation?", lexicon, load_thesaurus(), 1)
     # `country` is a column's word, not a table's: only table names are read, so "nation" relates to nothing.
     assert related == {"manufacturers": ["maker"]}
     assert in_schema_words("Which manufacturers are in each nation?", related) == ["nation", "maker"]
     # A word the schema has already is not looked up again.
-    assert schema_synonyms("Which maker has the most dealers?", lexicon, load_thesaurus(), 1, 3) == {}
+    assert schema_synonyms("Which maker has the most dealers?", lexicon, load_thesaurus(), 1) == {}
 
 
-def test_a_table_named_by_a_related_word_is_kept_never_flagged() -> None:
+def test_a_table_named_by_a_related_word_is_kept_never_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
     catalog = makers()
     index = SchemaIndex.build(catalog)
     question = "How many manufacturers are there?"
-    strict = DirectiveSettings(threshold=0.999, question_threshold=0.999, keep_best=False)
+    strict = DirectiveSettings(threshold=0.999, question_threshold=0.999)
     kept = decide_directives(score_tables(question, "", catalog, index, settings=strict), strict)
     assert not kept.abstained and kept.relevant == ["maker"]
     assert set(kept.flagged) == {"engine", "warehouse", "dealer"}
     # Without the thesaurus no word of the question is the schema's: it says nothing.
-    without = DirectiveSettings(threshold=0.999, question_threshold=0.999, keep_best=False, thesaurus=False)
-    assert decide_directives(score_tables(question, "", catalog, index, settings=without), without).abstained
+    monkeypatch.setattr(scoring, "schema_synonyms", lambda *args: {})
+    assert decide_directives(score_tables(question, "", catalog, index, settings=strict), strict).abstained
 
 
 def test_a_related_noun_with_of_is_read_by_the_noun_it_opens_with() -> None:
     catalog = Catalog(tables={"course": Table("course", [Column("Title", "TEXT")]), "study": Table("study", [])})
     # "curriculum" is "course of study" in WordNet: a course, not a study.
-    assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), load_thesaurus(), 1, 3) == {
+    assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), load_thesaurus(), 1) == {
         "curriculum": ["course"]
     }
 
@@ -145,10 +145,11 @@ def test_a_question_word_of_a_table_names_family_is_related_to_it_without_wordne
     assert word_families("Which venues host the most participants?", lexicon) == {}
 
 
-def test_a_table_named_by_a_word_of_its_family_is_kept_never_flagged() -> None:
+def test_a_table_named_by_a_word_of_its_family_is_kept_never_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
     catalog = social()
     index = SchemaIndex.build(catalog)
-    strict = DirectiveSettings(threshold=0.999, question_threshold=0.999, keep_best=False, thesaurus=False)
+    monkeypatch.setattr(scoring, "schema_synonyms", lambda *args: {})  # families alone, WordNet aside
+    strict = DirectiveSettings(threshold=0.999, question_threshold=0.999)
     kept = decide_directives(score_tables("How many followers?", "", catalog, index, settings=strict), strict)
     assert not kept.abstained and kept.relevant == ["follows"]
     assert set(kept.flagged) == {"Likes", "Participants", "Person", "venue"}

@@ -45,6 +45,14 @@ TARGET = 0.975  # the safe rate each threshold must keep on the tuning questions
 WORDS_DATASET = "spider-syn"
 # ... at the safe rate promised for questions without knowledge (Spider dev's: 0.985), a spec, not a fit.
 WORDS_TARGET = 0.985
+# A flag of `high` confidence: the largest threshold below which no needed table of the tuning questions is
+# flagged in more than 1 question of 1,000, a spec. Searched below the fitted threshold.
+HIGH_TARGET = 0.999
+HIGH_THRESHOLDS = tuple(round(t, 3) for t in np.arange(0.005, 0.40, 0.005))
+# A short question's threshold rises as (usual length / its words) ** power: the power is fitted with the
+# threshold for questions without knowledge, on the worded questions, as the pair of most prune that keeps
+# WORDS_TARGET.
+POWERS = tuple(round(p, 2) for p in np.arange(0.0, 0.61, 0.05))
 
 
 def split_databases(db_ids: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -73,12 +81,12 @@ def score_split(
     prepared = prepare_dataset(subset)
     indexed = Dataset(dataset.name, [], {k: p.catalog for k, p in prepared.items()}, subset.database_files)
     indexes, values, _, _ = build_indexes(indexed, embedder or default_embedder())
-    settings = DirectiveSettings(min_tables=0)
+    settings = DirectiveSettings()
     scored: Scored = []
     for q in subset.questions:
         if not drop_knowledge and not q.knowledge.strip():
             continue
-        if drop_knowledge and len(q.knowledge) > settings.long_knowledge_chars:
+        if drop_knowledge and len(q.knowledge) > settings.knowledge_chars:
             continue  # a knowledge document is no question text: such questions teach the model with knowledge
         schema = prepared[q.db_id]
         unit_of = schema.units.unit_of()
@@ -138,17 +146,35 @@ def rescore(scored: Scored, weights: dict[str, float]) -> None:
             entry.reason = entry.explain(weights)
 
 
-def safe_rate(scored: Scored, threshold: float) -> float:
-    # The threshold is fitted for questions of the usual length: a short question's higher one applies after it.
-    settings = DirectiveSettings(threshold=threshold, question_threshold=threshold, short_question_power=0.0)
-    safe = sum(1 for gold, s in scored if not gold & set(decide_directives(s, settings).flagged))
-    return safe / len(scored)
+def _settings(threshold: float, power: float) -> DirectiveSettings:
+    fit = Fit({}, threshold, 0.0, power)
+    return DirectiveSettings(model=DirectiveModel(fit, fit), threshold=threshold, question_threshold=threshold)
 
 
-def pick_threshold(scored: Scored, target: float) -> float:
-    """The largest threshold whose safe rate on these (tuning) questions is at least `target`."""
-    passing = [t for t in THRESHOLDS if safe_rate(scored, t) >= target]
-    return max(passing) if passing else THRESHOLDS[0]
+def rates(scored: Scored, threshold: float, power: float = 0.0) -> tuple[float, float]:
+    """Safe and prune rates at this threshold, a short question's threshold raised by `power`."""
+    settings = _settings(threshold, power)
+    safe = pruned = useless = 0
+    for gold, s in scored:
+        flagged = set(decide_directives(s, settings).flagged)
+        safe += not gold & flagged
+        pruned += len(flagged - gold)
+        useless += len(set(s.board) - gold)
+    return safe / len(scored), pruned / max(useless, 1)
+
+
+def safe_rate(scored: Scored, threshold: float, power: float = 0.0) -> float:
+    return rates(scored, threshold, power)[0]
+
+
+def pick_threshold(scored: Scored, target: float, grid: tuple[float, ...] = THRESHOLDS, power: float = 0.0) -> float:
+    """The largest threshold of `grid` whose safe rate on these (tuning) questions is at least `target`
+    (searched from the top: the first that passes)."""
+    return next((t for t in sorted(grid, reverse=True) if safe_rate(scored, t, power) >= target), grid[0])
+
+
+def _below(grid: tuple[float, ...], most: float) -> tuple[float, ...]:
+    return tuple(t for t in grid if t <= most) or grid[:1]
 
 
 def tune(
@@ -171,14 +197,23 @@ def tune(
         w[FEATURES.index("value_mention")] = max(w[FEATURES.index("value")], 1.0)
         weights = as_weights(w)
         rescore(scored, weights)
-        fits[key] = Fit(weights, pick_threshold(scored, target))
+        threshold = pick_threshold(scored, target)
+        fits[key] = Fit(weights, threshold, pick_threshold(scored, HIGH_TARGET, _below(HIGH_THRESHOLDS, threshold)))
         counts[key] = len(scored)
     words = load_dataset(WORDS_DATASET)
     worded = score_split(words, words.tuning_databases or [], drop_knowledge=True, embedder=embedder)
-    rescore(worded, dict(fits["without_knowledge"].weights))
-    below = [t for t in THRESHOLDS if t <= fits["without_knowledge"].threshold]
-    worded_threshold = max((t for t in below if safe_rate(worded, t) >= WORDS_TARGET), default=THRESHOLDS[0])
-    fits["without_knowledge"] = Fit(fits["without_knowledge"].weights, worded_threshold)
+    plain = fits["without_knowledge"]
+    rescore(worded, dict(plain.weights))
+    # Per power, the largest threshold keeping the target on the worded questions; the pair that prunes most.
+    best: tuple[float, float, float] | None = None  # (prune, threshold, power)
+    for power in POWERS:
+        threshold = pick_threshold(worded, WORDS_TARGET, _below(THRESHOLDS, plain.threshold), power)
+        safe, prune = rates(worded, threshold, power)
+        if safe >= WORDS_TARGET and (best is None or prune > best[0]):
+            best = (prune, threshold, power)
+    _, threshold, power = best or (0.0, THRESHOLDS[0], 0.0)
+    high = min(plain.high, pick_threshold(worded, HIGH_TARGET, _below(HIGH_THRESHOLDS, threshold)))
+    fits["without_knowledge"] = Fit(plain.weights, threshold, high, power)
     counts[WORDS_DATASET] = len(worded)
     origin = {
         "written_by": f"python -m sophrosyne.bench.tune --dataset {dataset_name}",
@@ -193,8 +228,10 @@ def tune(
         "questions": counts,
         "without_knowledge": (
             "the same questions with their knowledge appended to the question text; its threshold also keeps the "
-            f"safe rate {WORDS_TARGET} on the tuning part of {WORDS_DATASET} (questions as users word them)"
+            f"safe rate {WORDS_TARGET} on the tuning part of {WORDS_DATASET} (questions as users word them), "
+            f"fitted there with short_power (searched {POWERS[0]}-{POWERS[-1]}) as the pair that prunes most"
         ),
+        "high": f"the largest threshold keeping a safe rate of at least {HIGH_TARGET} on the same questions",
         "not_fitted": "value_mention takes max(value, 1.0): no tuning database ships its data",
         **_commit(),
         "date": datetime.now(UTC).date().isoformat(),

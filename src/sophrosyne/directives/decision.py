@@ -162,6 +162,7 @@ def decide_directives(
     if not relevant:
         note = "nothing in the question matches the schema"
         return Directives(relevant=tables, abstained=True, note=note, scores=scores)
+    fit = settings.model.fit_for(scored.has_knowledge)
     flagged: list[Row] = []
     said: dict[tuple[int, bool], tuple[str, str, float]] = {}  # per entry and readability (most share one)
     for table in tables:
@@ -173,9 +174,9 @@ def decide_directives(
         if told is None:
             # Sure only of a table the index reads whole, for a question every word of which found a home.
             readable = not unexplained and table not in scored.account.unread and not entry.values
-            tier = "high" if entry.score < settings.high_tier and readable else "medium"
+            tier = "high" if entry.score < fit.high and readable else "medium"
             why = _flag_reason(entry.score, threshold, bool(entry.reason), unexplained)
-            if entry.values:  # more tables hold it than `value_holders`: the likeliest are kept
+            if entry.values:  # more tables hold it than `holders`: the likeliest are kept
                 why = "a value of the question is in more tables than are kept for it, and likelier ones are kept"
             told = said[key] = (tier, why, round(1.0 - entry.score, 3))
         members = tuple(units.members.get(table, ())) if units is not None and table in units.labels else ()
@@ -189,14 +190,14 @@ def decide_directives(
 
 def keep_threshold(scored: TableScores, settings: DirectiveSettings) -> float:
     """The probability below which a table is flagged for this question: the fitted threshold, lowered in
-    proportion for a question longer than `long_question_words` content words, raised (by
-    `short_question_power`, at most `short_question_cap` times) for a shorter one without knowledge."""
+    proportion for a question longer than `long_question_words` content words, raised (by the model's fitted
+    `short_power`) for a shorter one without knowledge."""
     threshold = settings.threshold_for(scored.has_knowledge)
     words, usual = scored.question_words, settings.long_question_words
     if words > usual > 0:
         threshold *= usual / words
     elif 0 < words < usual and not scored.has_knowledge:
-        threshold *= min((usual / words) ** settings.short_question_power, settings.short_question_cap)
+        threshold *= (usual / words) ** settings.model.without_knowledge.short_power
     return threshold
 
 
@@ -226,41 +227,40 @@ def _keep(scores: dict[str, float], scored: TableScores, threshold: float, setti
     # The ends bridges may join: tables the model is sure of, and those kept on evidence (below).
     sure = {t for t in relevant if scores[t] >= fitted * settings.bridge_ends}
     # A column the knowledge writes out is an anchor: its table is kept whatever the model says. When
-    # several tables have that column, the likeliest of them is kept (all of them with keep_shared_anchors).
+    # several tables have that column, the likeliest of them is kept (keeping them all cost 7 points of prune
+    # on the BIRD tuning databases for 0.4 of safe rate).
     for holders in scored.anchor_groups:
-        most = len(holders) if settings.keep_shared_anchors else 1
-        sure |= _keep_holders(relevant, set(holders), scores, most)
+        sure |= _keep_holders(relevant, set(holders), scores, 1)
     # A value of the question found in a table's data (or its value description) is evidence for it: its
-    # holders are kept, or, when more tables than `value_holders` hold it, the likeliest of them.
+    # holders are kept, or, when more tables than `holders` hold it, the likeliest of them.
     held: dict[str, set[str]] = {}
     board = scored.board
     for table in sorted(board.entries, key=board.position.__getitem__):  # only a table's own entry holds values
         for value in board.entries[table].values:
             held.setdefault(value, set()).add(table)
     for value_holders in held.values():
-        sure |= _keep_holders(relevant, value_holders, scores, settings.value_holders)
+        sure |= _keep_holders(relevant, value_holders, scores, settings.holders)
     # A table the question names by a word WordNet relates to its name ("vessels" for `Ship`), or by a word of
-    # its family ("followers" for `follows`), is kept when at most `thesaurus_holders` tables have that word in
-    # their names. A related word never flags a table.
+    # its family ("followers" for `follows`), is kept when at most `holders` tables have that word in their
+    # names. A related word never flags a table.
     for named in scored.synonym_groups:
-        if len(named) <= settings.thesaurus_holders:
+        if len(named) <= settings.holders:
             relevant |= set(named)
             sure |= set(named)
     # A code/title dictionary and its fact table (`D_ICD_DIAGNOSES`, `DIAGNOSES_ICD`) go together: "the
     # diagnosis" may need either, and the join between them is the code.
-    if settings.keep_pairs:
-        paired = keep_pairs(relevant, scored.lexicon)
-        sure |= paired - relevant
-        relevant = paired
-    if relevant and settings.keep_best:
+    paired = keep_pairs(relevant, scored.lexicon)
+    sure |= paired - relevant
+    relevant = paired
+    # A question needs at least one table: never flag the best-scoring one.
+    if relevant:
         best = max(scores, key=lambda t: scores[t])
         relevant.add(best)
         sure.add(best)
     if relevant:
-        # Tables on join paths between two ends it is sure of: a path to a table kept on a middling score is
-        # as unsure as that table (`bridge_ends`).
-        floor = threshold * settings.bridge_floor
-        relevant |= {t for t in bridges(sure, scored.lexicon, settings.max_bridge_hops) if scores[t] >= floor}
+        # Tables on shortest join paths between two ends it is sure of: a path to a table kept on a middling
+        # score is as unsure as that table (`bridge_ends`).
+        relevant |= set(bridges(sure, scored.lexicon))
     return relevant
 
 
@@ -290,8 +290,8 @@ def _homeless_note(words: Sequence[str]) -> str:
     )
 
 
-def bridges(relevant: set[str], lexicon: Lexicon, max_hops: int) -> dict[str, tuple[str, str]]:
-    """Tables on shortest foreign-key paths between relevant tables (all shortest paths, up to max_hops)."""
+def bridges(relevant: set[str], lexicon: Lexicon) -> dict[str, tuple[str, str]]:
+    """Tables on shortest foreign-key paths between relevant tables (all shortest paths, of any length)."""
     added: dict[str, tuple[str, str]] = {}
     ordered = sorted(relevant)
     for i, source in enumerate(ordered):
@@ -300,8 +300,6 @@ def bridges(relevant: set[str], lexicon: Lexicon, max_hops: int) -> dict[str, tu
         queue = deque([source])
         while queue:
             node = queue.popleft()
-            if distance[node] >= max_hops:
-                continue
             for nxt in lexicon.graph.get(node, ()):
                 if nxt not in distance:
                     distance[nxt] = distance[node] + 1

@@ -68,10 +68,14 @@ def probability(features: Mapping[str, float], weights: Mapping[str, float]) -> 
 
 @dataclass(frozen=True)
 class Fit:
-    """Logistic-regression weights (`bias` and one per feature) and the threshold chosen with them."""
+    """Logistic-regression weights (`bias` and one per feature), the threshold chosen with them, the probability
+    below which a flag is of `high` confidence, and how a short question's threshold rises: threshold x (the
+    usual length / its content words) ** short_power."""
 
     weights: Mapping[str, float]
     threshold: float
+    high: float = 0.0
+    short_power: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,12 @@ class DirectiveModel:
             "origin": dict(self.origin),
             "features": list(self.features),
             **{
-                key: {"threshold": fit.threshold, "weights": dict(fit.weights)}
+                key: {
+                    "threshold": fit.threshold,
+                    "high": fit.high,
+                    "short_power": fit.short_power,
+                    "weights": dict(fit.weights),
+                }
                 for key, fit in (("with_knowledge", self.with_knowledge), ("without_knowledge", self.without_knowledge))
             },
         }
@@ -99,7 +108,12 @@ class DirectiveModel:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DirectiveModel:
         fits = {
-            key: Fit(dict(data[key]["weights"]), float(data[key]["threshold"]))
+            key: Fit(
+                dict(data[key]["weights"]),
+                float(data[key]["threshold"]),
+                float(data[key]["high"]),
+                float(data[key]["short_power"]),
+            )
             for key in ("with_knowledge", "without_knowledge")
         }
         features = tuple(data["features"])
@@ -127,22 +141,11 @@ class DirectiveSettings:
     threshold: float | None = None  # tables whose probability of being needed is below this are flagged
     question_threshold: float | None = None  # the same, for questions that come without knowledge
 
-    # Hand-set: chosen by reasoning, not fitted; the figures are safe/prune on BIRD dev and Spider dev (2026-12-01).
-    # The model was fitted with rrf_k and values as they are: changing either means tuning again.
-    # Only a label for the agent: below this probability a directive says `high` confidence. At a threshold of
-    # 0.04 BIRD dev keeps a safe rate of 0.999.
-    high_tier: float = 0.04
-    # Abstain on schemas this small: naming one of two tables saves the agent at most one look. (0 or 1 would
-    # prune 0.4 points more on Spider dev at the same safe rate; 3 costs 9 points of prune there.)
-    min_tables: int = 2
-    # Tables on foreign-key paths up to this long between two kept tables are kept as bridges. 4 is the shortest
-    # that loses no question: 3 lowers the safe rate by 0.1 point on BIRD's held-out part and 0.2 on Spider;
-    # 5 and 6 change nothing.
-    max_bridge_hops: int = 4
-    # ... unless the model gives the bridge less than this share of the threshold: a route through a table
-    # nothing points to is the least likely join. No gold table of BIRD dev, Spider dev or Spider 2.0 scores
-    # that low as a bridge (at 0.2, 8 of BIRD dev's would); 19 useless BIRD dev bridges do.
-    bridge_floor: float = 0.1
+    # Hand-set: each chosen by a rule or by figures on the tuning part (BIRD dev's tuning databases, Spider-Syn's
+    # tuning databases); held-out figures are reported, never chosen on. What used to be a knob and changed no
+    # tuning figure is a rule of decision.py now (bridges of any length, no floor under them, no minimum schema
+    # size, a best table always kept, a code dictionary kept with its fact table, the first senses of any word).
+    # The model was fitted with rrf_k and the value grounding as they are: changing either means tuning again.
     # Bridges join only ends the decision is sure of: a table scoring at least this many times the threshold
     # (at most the fitted one), or one kept on evidence (an anchor, a value, a table named by a related word,
     # a pair, the best table). A path to a table kept on a middling score is as unsure as that table: on
@@ -155,62 +158,36 @@ class DirectiveSettings:
     # Reciprocal rank fusion constant of the directives: small, so that a table's retrieval score is led by the
     # best ranks of its columns (1/6 for rank 1 against 1/15 for rank 10; with the usual 60, 1/61 and 1/70).
     rrf_k: int = 5
-    values: bool = True  # ground quoted literals and question phrases in the value index, when there is one
-    # Keep the tables holding a value of the question (a quoted literal, a capitalised name, a run of its words
-    # found in the data) when at most this many hold it; a value more tables hold (`dept_name` in five tables of
-    # one schema) keeps the likeliest of them. A value found is never the reason given to flag a table.
-    value_holders: int = 2
-    # Never flag the best-scoring table: a question needs at least one. A safeguard for when only anchors are
-    # kept; it changes no question of BIRD or Spider dev.
-    keep_best: bool = True
-    # Keep every holder of a column the knowledge names (unless one is anchored on its own). Off: on the BIRD
-    # tuning databases keeping them all costs 7 points of prune for 0.4 of safe rate.
-    keep_shared_anchors: bool = False
+    # One piece of evidence (a value of the question found in the data, a related word of table names) keeps
+    # the tables holding it when at most this many do; a value more tables hold (`dept_name` in five tables of
+    # one schema) keeps the likeliest of them, a related word more tables have keeps none. Evidence two tables
+    # share still tells them from the rest; a column the knowledge writes out keeps only its likeliest holder.
+    holders: int = 2
     # Knowledge longer than this (a document rather than a few entries: Spider 2.0's are 0.2-400 KB) is cut
-    # into passages, and only the few that share the most words and meaning with the question are read.
-    # BIRD's longest evidence is about 700 characters, so it is never cut.
-    long_knowledge_chars: int = 1500
-    # Passages of a long document read (600 characters each at most). On Spider 2.0, the only data with long
-    # documents, 4 passages gave a safe rate of 0.826, 8 gave 0.840, 16 gave 0.850, as the whole document
-    # does, at the same prune rate (0.78): 16 keeps that, and bounds the work per question.
-    knowledge_passages: int = 16
+    # into passages of 600 characters, and only those that share the most words and meaning with the question
+    # are read, this many characters of them. BIRD's longest evidence is about 700 characters, so it is never
+    # cut. On Spider 2.0, 4 passages gave a safe rate of 0.826, 8 gave 0.840, 16 gave 0.850, as the whole
+    # document does, at the same prune rate (0.78): 16 passages keep that and bound the work per question.
+    knowledge_chars: int = 16 * 600
     # Question words the schema lacks are searched again as the nearest schema word by embedding (single
     # words: related pairs such as supervisor/manager score 0.35-0.85 with WordLlama, unrelated ones below 0.1).
-    synonyms: bool = True
     synonym_similarity: float = 0.45
-    # WordNet's nouns (Debian's wordnet-base, when installed): a question word or two-word phrase the schema
-    # lacks is also searched as the words of table names it relates to (synonyms, one step more general or
-    # more specific: "vessels" -> `ship`), and counts as them in the question's coverage of the schema. Only
-    # the first `thesaurus_senses` senses of a word with at most `thesaurus_max_senses` are read, and only
-    # words used more as nouns than otherwise. On the Spider-Syn tuning databases (safe/prune 0.9774/0.5508
-    # without it): 1 of 3 senses 0.9776/0.5667, 2 of 5 0.9792/0.5702, 3 of 5 and 2 of 8 the same within 0.1
-    # point; words of column names too lowered it there (0.977/0.556) and on Spider 2.0 cloud. Naming a table
-    # by such a word (as `table_named`) lowered Spider dev's safe rate to 0.991 and Spider 2.0's to 0.948: a
-    # related word is only evidence to keep. The tables whose names have the related word are kept when at
-    # most `thesaurus_holders` have it; such a word is never a reason to flag a table.
-    thesaurus: bool = True
+    # WordNet's nouns (shipped with the package): a question word or two-word phrase the schema lacks is also
+    # searched as the words of table names it relates to (synonyms, one step more general or more specific:
+    # "vessels" -> `ship`), and counts as them in the question's coverage of the schema. Only a word's first
+    # `thesaurus_senses` senses are read, and only words used more as nouns than otherwise. On the Spider-Syn
+    # tuning databases (safe/prune 0.9774/0.5508 without it): 1 of 3 senses 0.9776/0.5667, 2 of 5
+    # 0.9792/0.5702, 3 of 5 the same within 0.1 point; with 2 senses of a word of any number (2026-12-07):
+    # 0.9823/0.5866 against 0.9821/0.5835 with at most 5, BIRD's tuning part 0.9725 against 0.9699.
     thesaurus_senses: int = 2
-    thesaurus_max_senses: int = 5
-    thesaurus_holders: int = 2
-    # Keep a code/title dictionary table and its fact table together (`directives/pairs.py`: names and a shared
-    # code column). No BIRD dev, Spider dev or Spider-Syn schema has such a pair by these rules; Spider 2.0
-    # cloud has two.
-    keep_pairs: bool = True
     # The model was fitted on BIRD's questions: 6 content words at the median, 14 at the 99th percentile. A longer
     # question asks for more (Spider 2.0's: 20 at the median, up to 93) and its evidence is spread over more
     # tables, so its threshold falls in proportion: threshold x long_question_words / its content words. No BIRD
     # or Spider dev figure moves by more than 0.2 point; on Spider 2.0 safe 0.864 -> 0.944, prune 0.79 -> 0.62.
+    # A shorter question without knowledge ("Who made the latest order?") names few things, and users' words
+    # leave most tables at middling scores: its threshold rises as (long_question_words / its content words) **
+    # the fitted model's `short_power` (the tuning fits it with the threshold, on Spider-Syn's tuning part).
     long_question_words: int = 12
-    # A short question without knowledge ("Who made the latest order?") names few things, and users' words
-    # (synonyms) leave most tables at middling scores: its threshold rises as threshold x (long_question_words
-    # / its content words) ** short_question_power, at most short_question_cap times. The tuning fits the
-    # threshold with the power at 0 (on questions of the usual length) and this applies after it. Safe/prune
-    # at power 0, 0.3, 0.4: Spider-Syn held out 0.9930/0.487, 0.9885/0.558, 0.9881/0.565; Spider dev
-    # 0.9961/0.644, 0.9932/0.704, 0.9932/0.708; Spider dev without keys 0.9932/0.671, 0.9923/0.719,
-    # 0.9903/0.723; BIRD dev (its questions come with knowledge) 0.9844/0.632, 0.9844/0.634, the same. With
-    # the cap at 1.5 or none, Spider dev's safe rate falls to 0.9923 and Spider-Syn's original wording's to 0.991.
-    short_question_power: float = 0.3
-    short_question_cap: float = 1.33
     # In a catalog of several schemas (a warehouse's datasets), a question is mostly answered within one: tables
     # in the schema of the best-scoring table are flagged only below this share of the threshold. A catalog of
     # one schema (every BIRD and Spider database) is untouched; on Spider 2.0 safe 0.944 -> 0.953, prune -1 point.
@@ -225,28 +202,16 @@ class DirectiveSettings:
         return {
             "threshold": self.threshold_for(True),
             "question_threshold": self.threshold_for(False),
-            "high_tier": self.high_tier,
-            "min_tables": self.min_tables,
-            "max_bridge_hops": self.max_bridge_hops,
-            "bridge_floor": self.bridge_floor,
+            "high": self.model.with_knowledge.high,
+            "question_high": self.model.without_knowledge.high,
+            "short_power": self.model.without_knowledge.short_power,
             "bridge_ends": self.bridge_ends,
             "rrf_k": self.rrf_k,
-            "values": self.values,
-            "value_holders": self.value_holders,
-            "keep_best": self.keep_best,
-            "keep_shared_anchors": self.keep_shared_anchors,
-            "long_knowledge_chars": self.long_knowledge_chars,
-            "knowledge_passages": self.knowledge_passages,
-            "synonyms": self.synonyms,
+            "holders": self.holders,
+            "knowledge_chars": self.knowledge_chars,
             "synonym_similarity": self.synonym_similarity,
-            "thesaurus": self.thesaurus,
             "thesaurus_senses": self.thesaurus_senses,
-            "thesaurus_max_senses": self.thesaurus_max_senses,
-            "thesaurus_holders": self.thesaurus_holders,
-            "keep_pairs": self.keep_pairs,
             "long_question_words": self.long_question_words,
-            "short_question_power": self.short_question_power,
-            "short_question_cap": self.short_question_cap,
             "home_schema_share": self.home_schema_share,
             "model": {k: self.model.origin[k] for k in ("dataset", "commit", "date") if k in self.model.origin},
         }

@@ -11,6 +11,7 @@ from sophrosyne.base.memo import per_object
 from sophrosyne.base.words import QUERY_NOISE, stemmed, tokenize, word_tokens
 from sophrosyne.directives.accounting import Account, account, related_stems, stems_of, thing_words
 from sophrosyne.directives.knowledge import (
+    PASSAGE_CHARS,
     Knowledge,
     capitalised_phrases,
     knowledge_text,
@@ -91,23 +92,22 @@ def _score_tables(
 ) -> TableScores:
     text = knowledge_text(knowledge)
     chosen: list[str] | None = None
-    if len(text) > settings.long_knowledge_chars:
-        chosen = _focus(question, text, index, settings.knowledge_passages)
+    if len(text) > settings.knowledge_chars:
+        chosen = _focus(question, text, index, settings.knowledge_chars // PASSAGE_CHARS)
         text = "\n".join(chosen)
     has_knowledge = bool(text.strip())
     lexicon = lexicon_for(catalog)
     board = Board(lexicon.tables, lexicon.position)
-    if len(board) <= settings.min_tables:
+    if not board:
         board.sealed = True
-        return TableScores(board, lexicon, "the database has too few tables", text=f"{question} {text}")
+        return TableScores(board, lexicon, "the database has no tables", text=f"{question} {text}")
     anchor_groups = name_signals(question, text, lexicon, board)
     for word in set(tokenize(question)):
         if len(word) >= 3:
             for t in lexicon.value_words.get(word, ()):
                 if t in board:
                     board[t].note("value_desc_word", 1.0)
-    if settings.values:
-        value_signals(question, text, catalog, value_index, board)
+    value_signals(question, text, catalog, value_index, board)
     if units is not None:
         # A shard's date or release is a value of the group's partition, written in the question.
         named = [t for t in shards_named(question, units) if t in board]
@@ -117,32 +117,21 @@ def _score_tables(
             # ... and is kept as a value of the question is (`TableSignals.values`): never flagged for it.
             board[t].hold(", ".join(sorted(units.shard_keys[t] & numbers)))
     asked = question_units(question)
-    related: dict[str, list[str]] = {}
     synonym_groups: dict[str, list[str]] = {}
-    standing_in: dict[str, str] = {}
-    thesaurus = load_thesaurus() if settings.thesaurus else None
-    if settings.synonyms:
-        standing_in = synonyms(question, lexicon, index, settings.synonym_similarity)
-        found = list(standing_in.values())
-        if thesaurus is not None:
-            related = schema_synonyms(
-                question,
-                lexicon,
-                thesaurus,
-                settings.thesaurus_senses,
-                settings.thesaurus_max_senses,
-            )
-        # A word of a table name's family is as good as a synonym ("followers" for `follows`), WordNet or not.
-        for word, family in word_families(question, lexicon).items():
-            related.setdefault(word, family)
-        if related:
-            found += [w for named in related.values() for w in named if w not in found]
-            synonym_groups = tables_named(related, lexicon)
-            # ... and each run of its words with the schema's words for its phrases: "vessels (ship)".
-            asked[1:] = [with_schema_words(unit, related) for unit in asked[1:]]
-        if found:
-            # The question is also searched with the schema's words for its own: "trophy" as `awards`.
-            asked[0] = f"{question} ({' '.join(found)})"
+    standing_in = synonyms(question, lexicon, index, settings.synonym_similarity)
+    found = list(standing_in.values())
+    related = schema_synonyms(question, lexicon, load_thesaurus(), settings.thesaurus_senses)
+    # A word of a table name's family is as good as a synonym ("followers" for `follows`), WordNet or not.
+    for word, family in word_families(question, lexicon).items():
+        related.setdefault(word, family)
+    if related:
+        found += [w for named in related.values() for w in named if w not in found]
+        synonym_groups = tables_named(related, lexicon)
+        # ... and each run of its words with the schema's words for its phrases: "vessels (ship)".
+        asked[1:] = [with_schema_words(unit, related) for unit in asked[1:]]
+    if found:
+        # The question is also searched with the schema's words for its own: "trophy" as `awards`.
+        asked[0] = f"{question} ({' '.join(found)})"
     # A document's passages are searched whole: clause by clause, 16 passages made 150 searches a question.
     searched = chosen if chosen is not None else knowledge_units(text)
     retrieval_signals(searched, asked, index, lexicon, settings.rrf_k, board)
@@ -150,7 +139,7 @@ def _score_tables(
     explained = stems_of(v for e in board.entries.values() for v in e.values)
     explained |= related_stems(related) | set(standing_in) | stems_of([text])
     written = quoted_literals(question) + capitalised_phrases(question)
-    things = thing_words(thesaurus)
+    things = thing_words(load_thesaurus())
     accounted = account(word_tokens(question), lexicon, catalog, value_index, explained, written, things, question)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.own():
@@ -211,7 +200,7 @@ def warm(catalog: Catalog, index: SchemaIndex, settings: DirectiveSettings | Non
     with one_blas_thread():
         _score_tables("warm up", "", catalog, index, None, settings)
         lexicon = lexicon_for(catalog)
-        if settings.synonyms and lexicon.name_words:
+        if lexicon.name_words:
             synonyms("xqzv", lexicon, index, settings.synonym_similarity)
 
 
@@ -248,7 +237,7 @@ def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[
         _PASSAGES[key] = (parts, index.embed(parts) if parts else np.zeros((0, 1), np.float32))
     parts, vectors = _PASSAGES[key]
     similarity = [float(v) for v in vectors @ index.embed([question])[0]] if parts else None
-    return relevant_passages(question, document, similarity, keep=keep, max_chars=keep * 600, parts=parts)
+    return relevant_passages(question, document, similarity, keep=keep, max_chars=keep * PASSAGE_CHARS, parts=parts)
 
 
 def _table_features(

@@ -151,14 +151,12 @@ def load_thesaurus() -> Thesaurus:
     return Thesaurus(gzip.decompress(data))
 
 
-def schema_synonyms(
-    question: str, lexicon: Lexicon, thesaurus: Thesaurus, senses: int, max_senses: int
-) -> dict[str, list[str]]:
+def schema_synonyms(question: str, lexicon: Lexicon, thesaurus: Thesaurus, senses: int) -> dict[str, list[str]]:
     """Words of table names WordNet relates to the question's words and two-word phrases that the schema
     lacks ("academic session" -> `semester`, "manufacturers" -> `maker`): phrase -> those words, each from a
-    related noun all of whose words are words of table names, none a word the question says itself. Only the
-    first `senses` senses of a word with at most `max_senses` of them are read (a word of many senses relates
-    to anything), and only words used more as nouns than otherwise ("quarterly", "insured" are not)."""
+    related noun all of whose words are words of table names, none a word the question says itself. Only a
+    word's first `senses` senses are read, WordNet's most frequent (a word's rarer senses relate it to anything),
+    and only words used more as nouns than otherwise ("quarterly", "insured" are not)."""
     plain = [w for w in words(question) if w.isalpha()]
     phrases = [" ".join(plain[i : i + 2]) for i in range(len(plain) - 1)]
     phrases += [w for w in plain if len(w) > 2 and w not in STOPWORDS and w not in QUERY_NOISE]
@@ -170,7 +168,7 @@ def schema_synonyms(
         if all(s in lexicon.name_words for s in stems):
             continue
         lemma = thesaurus.lemma(phrase)
-        if lemma is None or thesaurus.senses(lemma) > max_senses or not thesaurus.mostly_noun(phrase, lemma):
+        if lemma is None or not thesaurus.mostly_noun(phrase, lemma):
             continue
         named = set()
         for related in thesaurus.related(lemma, senses):
