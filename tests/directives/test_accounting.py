@@ -11,6 +11,7 @@ import pytest
 from sophrosyne.directives import DirectiveSettings, compute_directives, decide_directives, score_tables
 from sophrosyne.directives.accounting import account, thing_words, unread_tables
 from sophrosyne.directives.links import key_like, links
+from sophrosyne.directives.question import Question
 from sophrosyne.directives.thesaurus import load_thesaurus
 from sophrosyne.index import SchemaIndex, ValueIndex
 from sophrosyne.index.lexicon import lexicon_for
@@ -76,12 +77,12 @@ def test_a_word_has_a_home_in_names_spellings_descriptions_and_what_was_explaine
     c = scholar()
     c.tables["venue"].columns[1].description = "the conference or journal"
     lexicon = lexicon_for(c)
-    words = ["papers", "by", "authors", "at", "a", "conference", "on", "topology", "after", "2000"]
+    words = Question.read("papers by authors at a conference on topology after 2000")
     accounted = account(words, lexicon, c, None, {"topology"}, names_a_thing=thing_words(load_thesaurus()))
     assert "paper" in accounted.terms and "2000" not in accounted.terms  # numbers are no term
     assert accounted.unexplained == ()  # author(s) a name, conference a description, topology explained
-    assert account(["zygote", "papers"], lexicon, c, None, explained=()).unexplained == ("zygote",)
-    assert account(["zygote", "papers"], lexicon, c, None, explained=()).unexplained_share == 0.5
+    assert account(Question.read("zygote papers"), lexicon, c, None, explained=()).unexplained == ("zygote",)
+    assert account(Question.read("zygote papers"), lexicon, c, None, explained=()).unexplained_share == 0.5
 
 
 def test_unread_tables_are_those_with_text_columns_and_no_indexed_value() -> None:
@@ -94,19 +95,10 @@ def test_unread_tables_are_those_with_text_columns_and_no_indexed_value() -> Non
 def test_a_name_no_value_explains_lives_where_its_phrase_says() -> None:
     c = scholar()
     lexicon = lexicon_for(c)
-    said = account(
-        ["papers", "in", "alameda", "county"],
-        lexicon,
-        c,
-        None,
-        (),
-        ["Alameda County"],
-        None,
-        "papers in Alameda County",
-    )
+    said = account(Question.read("papers in Alameda County"), lexicon, c, None, ())
     assert said.unexplained_names == ("alameda",)
     assert said.name_homes == {"county"} and said.homes_unread() == {"county"}
-    silent = account(["papers", "by", "jagadish"], lexicon, c, None, (), ["Jagadish"], None, "papers by Jagadish")
+    silent = account(Question.read("papers by Jagadish"), lexicon, c, None, ())
     assert silent.name_homes is None  # the phrase says nothing: every unread table may hold it
     assert silent.homes_unread() == {"author", "paper", "venue", "county"}
 

@@ -52,9 +52,11 @@ def test_a_question_date_names_the_shard_group_holding_it() -> None:
     trips = [Table(f"trips_{y}", text_columns("trip_id", "duration")) for y in (2019, 2020, 2021)]
     c = catalog(*weather, *trips, Table("stations", text_columns("usaf", "name")))
     units = fold_units(c)
-    assert shards_named("What was the hottest day of 2015?", units) == ["gsod2016"]  # the widest stands for all
-    assert shards_named("How many in 2020 and in 2015?", units) == ["gsod2016", "trips_2021"]
-    assert shards_named("How many stations?", units) == []
+    assert shards_named(question_numbers("What was the hottest day of 2015?"), units) == [
+        "gsod2016"
+    ]  # the widest stands for all
+    assert shards_named(question_numbers("How many in 2020 and in 2015?"), units) == ["gsod2016", "trips_2021"]
+    assert shards_named(question_numbers("How many stations?"), units) == []
     prepared = prepare_schema(c)
     index = SchemaIndex.build(prepared.catalog)
     scored = score_tables("Which day of 2015 was hottest?", None, prepared.catalog, index, units=prepared.units)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.wordnet import debian_wordnet
-from sophrosyne.directives import DirectiveSettings, decide_directives, score_tables, scoring
+from sophrosyne.directives import DirectiveSettings, Question, decide_directives, score_tables, scoring
 from sophrosyne.directives.thesaurus import (
     DATA_FILE,
     SECTION,
@@ -96,12 +96,12 @@ def test_related_nouns_are_synonyms_and_one_step_up_or_down() -> None:
 
 def test_question_words_are_related_to_table_name_words_only() -> None:
     lexicon = lexicon_for(makers())
-    related = schema_synonyms("Which manufacturers are in each nation?", lexicon, load_thesaurus(), 1)
+    related = schema_synonyms(Question.read("Which manufacturers are in each nation?"), lexicon, load_thesaurus(), 1)
     # `country` is a column's word, not a table's: only table names are read, so "nation" relates to nothing.
     assert related == {"manufacturers": ["maker"]}
-    assert in_schema_words("Which manufacturers are in each nation?", related) == ["nation", "maker"]
+    assert in_schema_words(Question.read("Which manufacturers are in each nation?"), related) == ["nation", "maker"]
     # A word the schema has already is not looked up again.
-    assert schema_synonyms("Which maker has the most dealers?", lexicon, load_thesaurus(), 1) == {}
+    assert schema_synonyms(Question.read("Which maker has the most dealers?"), lexicon, load_thesaurus(), 1) == {}
 
 
 def test_a_table_named_by_a_related_word_is_kept_never_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,9 +120,9 @@ def test_a_table_named_by_a_related_word_is_kept_never_flagged(monkeypatch: pyte
 def test_a_related_noun_with_of_is_read_by_the_noun_it_opens_with() -> None:
     catalog = Catalog(tables={"course": Table("course", [Column("Title", "TEXT")]), "study": Table("study", [])})
     # "curriculum" is "course of study" in WordNet: a course, not a study.
-    assert schema_synonyms("Which curriculum is longest?", lexicon_for(catalog), load_thesaurus(), 1) == {
-        "curriculum": ["course"]
-    }
+    assert schema_synonyms(
+        Question.read("Which curriculum is longest?"), lexicon_for(catalog), load_thesaurus(), 1
+    ) == {"curriculum": ["course"]}
 
 
 def social() -> Catalog:
@@ -139,10 +139,12 @@ def social() -> Catalog:
 def test_a_question_word_of_a_table_names_family_is_related_to_it_without_wordnet() -> None:
     lexicon = lexicon_for(social())
     question = "Who has the most followers, and whom has each person liked?"
-    assert word_families(question, lexicon) == {"followers": ["follow"], "liked": ["like"]}
-    assert word_families("How many participators are there?", lexicon) == {"participators": ["participant"]}
+    assert word_families(Question.read(question), lexicon) == {"followers": ["follow"], "liked": ["like"]}
+    assert word_families(Question.read("How many participators are there?"), lexicon) == {
+        "participators": ["participant"]
+    }
     # Words the table names have already ("participants", "venues" as `venue`) are not looked up again.
-    assert word_families("Which venues host the most participants?", lexicon) == {}
+    assert word_families(Question.read("Which venues host the most participants?"), lexicon) == {}
 
 
 def test_a_table_named_by_a_word_of_its_family_is_kept_never_flagged(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ from sophrosyne.base.names import spelled_out
 from sophrosyne.directives import Directives, TableDirective, compute_directives
 from sophrosyne.directives.knowledge import passages, relevant_passages
 from sophrosyne.directives.prepared import prepare_schema
+from sophrosyne.directives.question import Question
 from sophrosyne.directives.scoring import score_tables, synonyms
 from sophrosyne.directives.units import fold_units, shard_skeleton, tie_twins, twin_key
 from sophrosyne.index import SchemaIndex, ValueIndex
@@ -86,12 +87,14 @@ def test_question_words_the_schema_lacks_find_their_nearest_schema_word() -> Non
     )
     index = SchemaIndex.build(c)
     # "films" -> movie; "released" (not stemmed to the schema's "release") -> release.
-    assert synonyms("Which films were released in 1999?", lexicon_for(c), index, 0.45) == {
+    assert synonyms(Question.read("Which films were released in 1999?"), lexicon_for(c), index, 0.45) == {
         "film": "movie",
         "released": "release",
     }
-    assert synonyms("Which venue is largest?", lexicon_for(c), index, 0.45) == {}  # its words are the schema's
-    assert "movie" not in synonyms("Who is the supervisor of Ann?", lexicon_for(c), index, 0.45)
+    assert (
+        synonyms(Question.read("Which venue is largest?"), lexicon_for(c), index, 0.45) == {}
+    )  # its words are the schema's
+    assert "movie" not in synonyms(Question.read("Who is the supervisor of Ann?"), lexicon_for(c), index, 0.45)
 
 
 # -- item 4: twins and shards ---------------------------------------------------------------------------------------
@@ -154,7 +157,7 @@ def test_a_long_document_is_cut_into_passages_led_by_their_heading() -> None:
     parts = passages(document)
     assert len(parts) > 3 and all(len(p) <= 700 for p in parts)
     assert any(p.startswith("Shipping\n") and "ship_fee_amt" in p for p in parts)
-    chosen = relevant_passages("What was the average shipping fee per parcel?", document, keep=1)
+    chosen = relevant_passages(Question.read("What was the average shipping fee per parcel?"), document, keep=1)
     assert chosen == [next(p for p in parts if "ship_fee_amt" in p)]
 
 

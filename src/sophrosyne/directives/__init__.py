@@ -15,9 +15,10 @@ from sophrosyne.directives.decision import (
     keep_threshold,
 )
 from sophrosyne.directives.inference import LLMColumnInference
-from sophrosyne.directives.knowledge import infer_identifiers, knowledge_units, question_units
+from sophrosyne.directives.knowledge import infer_identifiers, knowledge_units
 from sophrosyne.directives.model import FEATURES, DirectiveModel, DirectiveSettings, Fit, fitted_model
 from sophrosyne.directives.oracle import gold_tables, oracle_directives
+from sophrosyne.directives.question import Question
 from sophrosyne.directives.scoring import TableScores, score_tables
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Directives",
     "Fit",
     "LLMColumnInference",
+    "Question",
     "TableDirective",
     "TableScores",
     "compute_directives",
@@ -37,6 +39,5 @@ __all__ = [
     "keep_threshold",
     "knowledge_units",
     "oracle_directives",
-    "question_units",
     "score_tables",
 ]

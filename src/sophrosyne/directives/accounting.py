@@ -10,6 +10,7 @@ import numpy as np
 
 from sophrosyne.base.memo import per_object
 from sophrosyne.base.words import QUERY_NOISE, stem, tokenize, word_tokens
+from sophrosyne.directives.question import Question
 from sophrosyne.directives.thesaurus import Thesaurus
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.values import ValueIndex
@@ -68,19 +69,19 @@ class Account:
 
 
 def account(
-    words: Sequence[str],
+    question: Question,
     lexicon: Lexicon,
     catalog: Catalog,
     values: ValueIndex | None,
     explained: Iterable[str],
-    names: Sequence[str] = (),
     names_a_thing: Callable[[str], bool] | None = None,
-    question: str = "",
 ) -> Account:
-    """Account for the question's words (`words`: as written, lower-cased, in order) against the schema's names,
-    value descriptions and column descriptions, and the stems already explained elsewhere (`explained`: words
-    of values found, related words, synonyms, the knowledge). `names` are the question's quoted and
-    capitalised phrases; `names_a_thing` tells the words that may name a thing (`thing_words`)."""
+    """Account for the question's words (as written, lower-cased, in order) against the schema's names, value
+    descriptions and column descriptions, and the stems already explained elsewhere (`explained`: words of
+    values found, related words, synonyms, the knowledge); its quoted and capitalised phrases may be names of
+    values. `names_a_thing` tells the words that may name a thing (`thing_words`)."""
+    words = question.words
+    names = [*question.quoted, *question.names]
     known = set(explained)
     described = _described(catalog)
     column_words = _column_words(lexicon)
@@ -113,7 +114,9 @@ def account(
             terms.setdefault(term, word)
         if homeless[i]:
             unexplained[word] = None
-    return Account(tuple(terms), tuple(unexplained), unread, *_name_homes(tuple(unexplained), names, lexicon, question))
+    return Account(
+        tuple(terms), tuple(unexplained), unread, *_name_homes(tuple(unexplained), names, lexicon, question.text)
+    )
 
 
 def _name_homes(

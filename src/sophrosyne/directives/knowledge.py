@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from sophrosyne.base.words import QUERY_NOISE, STOPWORDS, word_tokens
+
+if TYPE_CHECKING:
+    from sophrosyne.directives.question import Question
 
 Knowledge = str | list[str] | None
 """Knowledge entries as a caller gives them: one text, a list of entries, or none."""
@@ -111,20 +115,6 @@ def described_phrases(knowledge: str) -> list[str]:
     return phrases
 
 
-def question_units(question: str) -> list[str]:
-    """The question and its runs of content words (a cheap stand-in for noun phrases)."""
-    units = [question]
-    run: list[str] = []
-    for word in [*word_tokens(question), "the"]:
-        if word in STOPWORDS or word in QUERY_NOISE:
-            if run:
-                units.append(" ".join(run))
-            run = []
-        else:
-            run.append(word)
-    return units
-
-
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
 PASSAGE_CHARS = 600  # a passage: a paragraph, or a run of short ones, or a slice of a long table or list
 
@@ -163,7 +153,7 @@ def passages(document: str) -> list[str]:
 
 
 def relevant_passages(
-    question: str,
+    question: Question,
     document: str,
     similarity: list[float] | None = None,
     keep: int = 4,
@@ -173,7 +163,7 @@ def relevant_passages(
     """The passages of a long knowledge document that bear on the question, best first: by the share of the
     question's content words they hold, plus their embedding similarity when given (one per passage)."""
     parts = passages(document) if parts is None else parts
-    wanted = {w for w in tokenize_words(question)}
+    wanted = set(question.content)
     scored = []
     for i, part in enumerate(parts):
         words = set(tokenize_words(part))

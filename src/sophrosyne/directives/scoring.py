@@ -8,21 +8,18 @@ import numpy as np
 import numpy.typing as npt
 
 from sophrosyne.base.memo import per_object
-from sophrosyne.base.words import QUERY_NOISE, stemmed, tokenize, word_tokens
+from sophrosyne.base.words import QUERY_NOISE, stemmed
 from sophrosyne.directives.accounting import Account, account, related_stems, stems_of, thing_words
 from sophrosyne.directives.knowledge import (
     PASSAGE_CHARS,
     Knowledge,
-    capitalised_phrases,
     knowledge_text,
     knowledge_units,
     passages,
-    question_units,
-    quoted_literals,
     relevant_passages,
-    tokenize_words,
 )
 from sophrosyne.directives.model import DirectiveSettings, probability
+from sophrosyne.directives.question import Question
 from sophrosyne.directives.signals import Board, TableSignals, name_signals, retrieval_signals, value_signals
 from sophrosyne.directives.thesaurus import (
     in_schema_words,
@@ -32,7 +29,7 @@ from sophrosyne.directives.thesaurus import (
     with_schema_words,
     word_families,
 )
-from sophrosyne.directives.units import Units, question_numbers, shards_named
+from sophrosyne.directives.units import Units, shards_named
 from sophrosyne.index.lexicon import Lexicon, lexicon_for
 from sophrosyne.index.schema_index import SchemaIndex
 from sophrosyne.index.values import ValueIndex
@@ -90,10 +87,12 @@ def _score_tables(
     settings: DirectiveSettings,
     units: Units | None = None,
 ) -> TableScores:
+    # The question is read once, here; every signal below takes this reading (`Question`), none the text.
+    asked = Question.read(question)
     text = knowledge_text(knowledge)
     chosen: list[str] | None = None
     if len(text) > settings.knowledge_chars:
-        chosen = _focus(question, text, index, settings.knowledge_chars // PASSAGE_CHARS)
+        chosen = _focus(asked, text, index, settings.knowledge_chars // PASSAGE_CHARS)
         text = "\n".join(chosen)
     has_knowledge = bool(text.strip())
     lexicon = lexicon_for(catalog)
@@ -101,46 +100,45 @@ def _score_tables(
     if not board:
         board.sealed = True
         return TableScores(board, lexicon, "the database has no tables", text=f"{question} {text}")
-    anchor_groups = name_signals(question, text, lexicon, board)
-    for word in set(tokenize(question)):
+    anchor_groups = name_signals(asked, text, lexicon, board)
+    for word in set(asked.tokens):
         if len(word) >= 3:
             for t in lexicon.value_words.get(word, ()):
                 if t in board:
                     board[t].note("value_desc_word", 1.0)
-    value_signals(question, text, catalog, value_index, board)
+    value_signals(asked, text, catalog, value_index, board)
     if units is not None:
         # A shard's date or release is a value of the group's partition, written in the question.
-        named = [t for t in shards_named(question, units) if t in board]
-        numbers = question_numbers(question) if named else set()
+        named = [t for t in shards_named(asked.numbers, units) if t in board]
+        numbers = asked.numbers if named else set()
         for t in named:
             board[t].note("value_mention", 1.0 / len(named), "the question names one of its shards")
             # ... and is kept as a value of the question is (`TableSignals.values`): never flagged for it.
             board[t].hold(", ".join(sorted(units.shard_keys[t] & numbers)))
-    asked = question_units(question)
+    searches = asked.units
     synonym_groups: dict[str, list[str]] = {}
-    standing_in = synonyms(question, lexicon, index, settings.synonym_similarity)
+    standing_in = synonyms(asked, lexicon, index, settings.synonym_similarity)
     found = list(standing_in.values())
-    related = schema_synonyms(question, lexicon, load_thesaurus(), settings.thesaurus_senses)
+    related = schema_synonyms(asked, lexicon, load_thesaurus(), settings.thesaurus_senses)
     # A word of a table name's family is as good as a synonym ("followers" for `follows`), WordNet or not.
-    for word, family in word_families(question, lexicon).items():
+    for word, family in word_families(asked, lexicon).items():
         related.setdefault(word, family)
     if related:
         found += [w for named in related.values() for w in named if w not in found]
         synonym_groups = tables_named(related, lexicon)
         # ... and each run of its words with the schema's words for its phrases: "vessels (ship)".
-        asked[1:] = [with_schema_words(unit, related) for unit in asked[1:]]
+        searches[1:] = [with_schema_words(unit, related) for unit in searches[1:]]
     if found:
         # The question is also searched with the schema's words for its own: "trophy" as `awards`.
-        asked[0] = f"{question} ({' '.join(found)})"
+        searches[0] = f"{question} ({' '.join(found)})"
     # A document's passages are searched whole: clause by clause, 16 passages made 150 searches a question.
     searched = chosen if chosen is not None else knowledge_units(text)
-    retrieval_signals(searched, asked, index, lexicon, settings.rrf_k, board)
-    coverage = _table_features(question, has_knowledge, lexicon, board, related)
+    retrieval_signals(searched, searches, index, lexicon, settings.rrf_k, board)
+    coverage = _table_features(asked, has_knowledge, lexicon, board, related)
     explained = stems_of(v for e in board.entries.values() for v in e.values)
     explained |= related_stems(related) | set(standing_in) | stems_of([text])
-    written = quoted_literals(question) + capitalised_phrases(question)
     things = thing_words(load_thesaurus())
-    accounted = account(word_tokens(question), lexicon, catalog, value_index, explained, written, things, question)
+    accounted = account(asked, lexicon, catalog, value_index, explained, things)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.own():
         entry.score = probability(entry.features, weights)
@@ -160,9 +158,9 @@ def _score_tables(
         anchor_groups=anchor_groups,
         has_knowledge=has_knowledge,
         text=f"{question} {text}",
-        question_words=len(tokenize_words(question)),
+        question_words=len(asked.content),
         schemas=schemas if several else {},
-        named_schemas=_named_schemas(question, set(names)) if several else set(),
+        named_schemas=_named_schemas(asked, set(names)) if several else set(),
         synonym_groups=list(synonym_groups.values()),
         account=accounted,
     )
@@ -176,10 +174,10 @@ def _schemas_of(catalog: Catalog) -> tuple[dict[str, str], frozenset[str]]:
     return schemas, frozenset(schemas.values())
 
 
-def _named_schemas(question: str, schemas: set[str]) -> set[str]:
+def _named_schemas(question: Question, schemas: set[str]) -> set[str]:
     """Schemas (a warehouse's datasets) the question names by their name or its first two words, spaced any
     way: `covid19_jhu_csse` by "COVID-19", `world_bank_wdi` by "World Bank", `PANCANCER_ATLAS` by "PanCancer Atlas"."""
-    words = stemmed(question).split()
+    words = question.stems.split()
     compact = {"".join(words[i : i + n]) for n in range(1, 7) for i in range(len(words) - n + 1)}
     named = set()
     for schema in schemas:
@@ -201,13 +199,13 @@ def warm(catalog: Catalog, index: SchemaIndex, settings: DirectiveSettings | Non
         _score_tables("warm up", "", catalog, index, None, settings)
         lexicon = lexicon_for(catalog)
         if lexicon.name_words:
-            synonyms("xqzv", lexicon, index, settings.synonym_similarity)
+            synonyms(Question.read("xqzv"), lexicon, index, settings.synonym_similarity)
 
 
-def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: float) -> dict[str, str]:
+def synonyms(question: Question, lexicon: Lexicon, index: SchemaIndex, similarity: float) -> dict[str, str]:
     """Schema words standing in for question words the schema lacks, by embedding similarity of the words
     (`supervisor` -> `manager`): question word -> the nearest schema word, when it is near enough."""
-    missing = [w for w in dict.fromkeys(tokenize(question)) if w not in lexicon.name_words and len(w) > 2]
+    missing = [w for w in dict.fromkeys(question.tokens) if w not in lexicon.name_words and len(w) > 2]
     missing = [w for w in missing if not w.isdigit() and w not in QUERY_NOISE]
     if not missing or not lexicon.name_words:
         return {}
@@ -225,7 +223,7 @@ def synonyms(question: str, lexicon: Lexicon, index: SchemaIndex, similarity: fl
     return {missing[i]: vocabulary[j] for i, j in enumerate(best) if sims[i, j] >= similarity}
 
 
-def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[str]:
+def _focus(question: Question, document: str, index: SchemaIndex, keep: int) -> list[str]:
     """A long knowledge document (a manual, a schema guide) reduced to the passages about the question.
 
     A document's passages and their vectors are kept: many questions share one document."""
@@ -236,12 +234,12 @@ def _focus(question: str, document: str, index: SchemaIndex, keep: int) -> list[
         parts = passages(document)
         _PASSAGES[key] = (parts, index.embed(parts) if parts else np.zeros((0, 1), np.float32))
     parts, vectors = _PASSAGES[key]
-    similarity = [float(v) for v in vectors @ index.embed([question])[0]] if parts else None
+    similarity = [float(v) for v in vectors @ index.embed([question.text])[0]] if parts else None
     return relevant_passages(question, document, similarity, keep=keep, max_chars=keep * PASSAGE_CHARS, parts=parts)
 
 
 def _table_features(
-    question: str, has_knowledge: bool, lexicon: Lexicon, board: Board, related: dict[str, list[str]]
+    question: Question, has_knowledge: bool, lexicon: Lexicon, board: Board, related: dict[str, list[str]]
 ) -> float:
     """Features of a table among the others (ranks, word coverage, neighbours); returns the question's coverage.
     Words are counted in the schema's words where the thesaurus relates them (`related`).

@@ -11,8 +11,9 @@ import numpy.typing as npt
 from sophrosyne.base.memo import per_object
 from sophrosyne.base.text import normalize as normalize_value
 from sophrosyne.base.text import shorten
-from sophrosyne.base.words import STOPWORDS, stemmed, word_tokens
-from sophrosyne.directives.knowledge import capitalised_phrases, infer_identifiers, listed_names, quoted_literals
+from sophrosyne.base.words import STOPWORDS, stemmed
+from sophrosyne.directives.knowledge import infer_identifiers, listed_names, quoted_literals
+from sophrosyne.directives.question import Question
 from sophrosyne.index.fusion import fuse_rankings, top_ranked
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
@@ -126,10 +127,10 @@ class Board(Mapping[str, TableSignals]):
         return self.resolved().values()
 
 
-def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: Board) -> list[list[str]]:
+def name_signals(question: Question, knowledge: str, lexicon: Lexicon, board: Board) -> list[list[str]]:
     """Exact names: columns written in the knowledge, table and column names in the text."""
     strong, weak = infer_identifiers(knowledge)
-    strong += [i for i in infer_identifiers(question)[0] if "_" in i or "." in i]
+    strong += question.identifiers
     anchored: list[tuple[str, list[str]]] = []
     for ident in strong:
         table_part, _, column_part = ident.rpartition(".")
@@ -160,7 +161,7 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: Board) 
         for t in holders if len(holders) > 1 else []:
             board[t].note("knowledge_word_shared", 1.0 / len(holders), f"the knowledge says `{ident}`")
     # Spellings are looked up among the text's runs of words: a warehouse has tens of thousands of them.
-    grams = lexicon.grams(stemmed(question + " " + knowledge))
+    grams = lexicon.grams(f"{question.stems} {stemmed(knowledge)}" if knowledge else question.stems)
     # Compared without spaces too: `CytoBands_hg38` splits into three words, `CYTOBANDS_HG38` into two.
     compact = {g.replace(" ", "") for g in grams if " " in g}
     # The text's runs of words are looked up among the spellings (a warehouse has tens of thousands of them).
@@ -178,12 +179,14 @@ def name_signals(question: str, knowledge: str, lexicon: Lexicon, board: Board) 
     return [holders for _, holders in anchored]
 
 
-def value_signals(question: str, knowledge: str, catalog: Catalog, values: ValueIndex | None, board: Board) -> None:
+def value_signals(
+    question: Question, knowledge: str, catalog: Catalog, values: ValueIndex | None, board: Board
+) -> None:
     """The question's values found in the data (value index) or in the column value descriptions: quoted
     literals, capitalised phrases (names: "Dean Peeters") and runs of its words. Each holder records the
     value (`TableSignals.values`): a table holding a value of the question is evidence, never one to flag."""
-    quoted = [lit for lit in quoted_literals(question) + quoted_literals(knowledge) if len(lit.strip()) >= 2]
-    named = [p for p in capitalised_phrases(question) if p not in quoted]
+    quoted = [lit for lit in [*question.quoted, *quoted_literals(knowledge)] if len(lit.strip()) >= 2]
+    named = [p for p in question.names if p not in quoted]
     literals = quoted + named
     for literal in literals:
         holders: set[str] = set()
@@ -210,7 +213,7 @@ def value_signals(question: str, knowledge: str, catalog: Catalog, values: Value
                 f"holds the value '{literal}'",
             )
             board[t].hold(literal)
-    words = [w for w in word_tokens(question)]
+    words = question.words
     if values is not None:
         for size in (3, 2, 1):
             for start in range(len(words) - size + 1):

@@ -9,7 +9,8 @@ from importlib import resources
 import Stemmer
 
 from sophrosyne.base.memo import per_object
-from sophrosyne.base.words import QUERY_NOISE, STOPWORDS, stem, tokenize, words
+from sophrosyne.base.words import QUERY_NOISE, STOPWORDS, stem, words
+from sophrosyne.directives.question import Question
 from sophrosyne.index.lexicon import Lexicon
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -151,13 +152,13 @@ def load_thesaurus() -> Thesaurus:
     return Thesaurus(gzip.decompress(data))
 
 
-def schema_synonyms(question: str, lexicon: Lexicon, thesaurus: Thesaurus, senses: int) -> dict[str, list[str]]:
+def schema_synonyms(question: Question, lexicon: Lexicon, thesaurus: Thesaurus, senses: int) -> dict[str, list[str]]:
     """Words of table names WordNet relates to the question's words and two-word phrases that the schema
     lacks ("academic session" -> `semester`, "manufacturers" -> `maker`): phrase -> those words, each from a
     related noun all of whose words are words of table names, none a word the question says itself. Only a
     word's first `senses` senses are read, WordNet's most frequent (a word's rarer senses relate it to anything),
     and only words used more as nouns than otherwise ("quarterly", "insured" are not)."""
-    plain = [w for w in words(question) if w.isalpha()]
+    plain = [w for w in question.split if w.isalpha()]
     phrases = [" ".join(plain[i : i + 2]) for i in range(len(plain) - 1)]
     phrases += [w for w in plain if len(w) > 2 and w not in STOPWORDS and w not in QUERY_NOISE]
     targets = _name_words(lexicon)[0]
@@ -182,12 +183,12 @@ def schema_synonyms(question: str, lexicon: Lexicon, thesaurus: Thesaurus, sense
     return found
 
 
-def word_families(question: str, lexicon: Lexicon) -> dict[str, list[str]]:
+def word_families(question: Question, lexicon: Lexicon) -> dict[str, list[str]]:
     """Words of table names of the same family as a question word the schema lacks, by their Snowball stem:
     "followers" -> `follows`, "liked" -> `likes`, "participators" -> `participants`. Word -> those words."""
     table_words, families = _families(lexicon)
     found: dict[str, list[str]] = {}
-    for word in dict.fromkeys(w for w in words(question) if w.isalpha() and len(w) > 3):
+    for word in dict.fromkeys(w for w in question.split if w.isalpha() and len(w) > 3):
         if stem(word) in table_words or word in STOPWORDS or word in QUERY_NOISE:
             continue
         family = families.get(_STEMMER.stemWord(word), ())
@@ -208,10 +209,10 @@ def _families(lexicon: Lexicon) -> tuple[frozenset[str], dict[str, set[str]]]:
     return table_words, families
 
 
-def in_schema_words(question: str, related: dict[str, list[str]]) -> list[str]:
+def in_schema_words(question: Question, related: dict[str, list[str]]) -> list[str]:
     """The question's content words (as `tokenize` gives them), with each phrase the thesaurus related to
     schema words (`schema_synonyms`) counted as those words: "the vessels' banner" as `ship` and `flag`."""
-    content = tokenize(question)
+    content = list(question.tokens)
     for phrase, named in related.items():
         said = {stem(w) for w in phrase.split()}
         content = [w for w in content if w not in said] + [w for w in named if w not in content]

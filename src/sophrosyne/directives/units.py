@@ -159,12 +159,11 @@ def question_numbers(text: str) -> set[str]:
     return found
 
 
-def shards_named(text: str, units: Units) -> list[str]:
-    """Representatives of the shard groups one of whose tables is named by a number of the text (its year,
-    month or release): the question picks that unit."""
+def shards_named(numbers: frozenset[str] | set[str], units: Units) -> list[str]:
+    """Representatives of the shard groups one of whose tables is named by one of the question's numbers (its
+    year, month or release: `question_numbers`): the question picks that unit."""
     if not units.shard_keys:
         return []
-    numbers = question_numbers(text)
     return sorted(rep for rep, keys in units.shard_keys.items() if keys & numbers)
 
 
