@@ -18,6 +18,7 @@ from sophrosyne.directives import DirectiveSettings, Question, decide_directives
 from sophrosyne.directives.thesaurus import (
     DATA_FILE,
     SECTION,
+    homeless_kin,
     in_schema_words,
     load_thesaurus,
     schema_synonyms,
@@ -155,3 +156,22 @@ def test_a_table_named_by_a_word_of_its_family_is_kept_never_flagged(monkeypatch
     kept = decide_directives(score_tables("How many followers?", "", catalog, index, settings=strict), strict)
     assert not kept.abstained and kept.relevant == ["follows"]
     assert set(kept.flagged) == {"Likes", "Participants", "Person", "venue"}
+
+
+def test_a_table_named_by_a_rare_synonym_of_a_homeless_word_is_never_flagged() -> None:
+    # "area" has no home in this schema; in WordNet's fourth sense of "area" (a field of study) it is a domain.
+    tables = [
+        Table("domain", [Column("did", "INTEGER"), Column("name", "TEXT")]),
+        Table("organization", [Column("oid", "INTEGER"), Column("name", "TEXT")]),
+        Table("journal", [Column("jid", "INTEGER"), Column("name", "TEXT")]),
+        Table("cite", [Column("citing", "INTEGER"), Column("cited", "INTEGER")]),
+    ]
+    catalog = Catalog(tables={t.name: t for t in tables})
+    assert "domain" in load_thesaurus().synonyms("area")
+    assert homeless_kin(["area"], lexicon_for(catalog), load_thesaurus()) == {"area": ["domain"]}
+    index = SchemaIndex.build(catalog)
+    settings = DirectiveSettings(threshold=0.5, question_threshold=0.5)
+    scored = score_tables("Which organizations and journals cite the area?", "", catalog, index, settings=settings)
+    assert scored.board["domain"].score < 0.5 and scored.account.unexplained == ("area",)
+    kept = decide_directives(scored, settings)
+    assert not kept.abstained and "domain" not in kept.flagged and "organization" in kept.relevant

@@ -155,6 +155,8 @@ def decide_directives(
         # index could not read: such a table is never ruled out (of those with a column the name's phrase says,
         # where it says one: "Alameda County").
         relevant |= scored.account.homes_unread()
+        # ... nor a table whose name is a synonym of a word no table explains ("area" for `domain`).
+        relevant |= scored.kin
     if relevant:
         relevant |= links(relevant, scored.lexicon)
     if relevant and units is not None:

@@ -22,6 +22,7 @@ from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.question import Question
 from sophrosyne.directives.signals import Board, TableSignals, name_signals, retrieval_signals, value_signals
 from sophrosyne.directives.thesaurus import (
+    homeless_kin,
     in_schema_words,
     load_thesaurus,
     schema_synonyms,
@@ -57,6 +58,8 @@ class TableScores:
     # Per question phrase the thesaurus relates to schema words, the tables whose name has one of them.
     synonym_groups: list[list[str]] = field(default_factory=list)
     account: Account = field(default_factory=lambda: Account((), (), frozenset()))
+    # Tables whose names are WordNet synonyms (any sense) of a word no table explains: its possible homes.
+    kin: frozenset[str] = frozenset()
 
     @property
     def scores(self) -> dict[str, float]:
@@ -139,6 +142,7 @@ def _score_tables(
     explained |= related_stems(related) | set(standing_in) | stems_of([text])
     things = thing_words(load_thesaurus())
     accounted = account(asked, lexicon, catalog, value_index, explained, things)
+    kin_tables = _kin_tables(homeless_kin(accounted.unexplained, lexicon, load_thesaurus()), lexicon, settings.holders)
     weights = settings.model.fit_for(has_knowledge).weights
     for entry in board.own():
         entry.score = probability(entry.features, weights)
@@ -163,7 +167,22 @@ def _score_tables(
         named_schemas=_named_schemas(asked, set(names)) if several else set(),
         synonym_groups=list(synonym_groups.values()),
         account=accounted,
+        kin=kin_tables,
     )
+
+
+def _kin_tables(kin: dict[str, list[str]], lexicon: Lexicon, holders: int) -> frozenset[str]:
+    """Per unexplained word, the tables named by its synonym itself (`domain` for "area"), else those whose
+    names have the synonym when at most `holders` do."""
+    kept: set[str] = set()
+    named = tables_named(kin, lexicon)
+    for word, synonyms in kin.items():
+        exact = {t for s in synonyms for t in lexicon.phrase_tables.get(s, ())}
+        if exact:
+            kept |= exact
+        elif len(named.get(word, ())) <= holders:
+            kept.update(named.get(word, ()))
+    return frozenset(kept)
 
 
 @per_object(limit=256)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Sequence
 from functools import cache, lru_cache
 from importlib import resources
 
@@ -97,6 +98,15 @@ class Thesaurus:
         """Lemmas (spaced words: `medical care`) of the word's first `senses` noun senses, WordNet's most
         frequent first, and of the senses one step more general or more specific than each."""
         return self._related(word, senses)
+
+    def synonyms(self, word: str) -> frozenset[str]:
+        """Lemmas of every noun sense of the word, its rare ones too ("area" is a `domain` in its fourth)."""
+        lemma = self.lemma(word)
+        if lemma is None:
+            return frozenset()
+        found = {w for offset in self._offsets(lemma) for w in self._synset(offset)[0]}
+        found.discard(lemma.replace("_", " "))
+        return frozenset(found)
 
     def _related_uncached(self, word: str, senses: int) -> frozenset[str]:
         lemma = self.lemma(word)
@@ -217,6 +227,22 @@ def in_schema_words(question: Question, related: dict[str, list[str]]) -> list[s
         said = {stem(w) for w in phrase.split()}
         content = [w for w in content if w not in said] + [w for w in named if w not in content]
     return content
+
+
+def homeless_kin(unexplained: Sequence[str], lexicon: Lexicon, thesaurus: Thesaurus) -> dict[str, list[str]]:
+    """For each word of the question no table explains, the words of table names that are its synonyms in any of
+    WordNet's noun senses ("area" -> `domain`): such a table may be the word's home, so it is never flagged."""
+    targets = _name_words(lexicon)[0]
+    found: dict[str, list[str]] = {}
+    for word in unexplained:
+        named = set()
+        for synonym in thesaurus.synonyms(word):
+            parts = [stem(w) for w in words(synonym)]
+            if parts and all(p in targets for p in parts):
+                named.update(parts)
+        if named:
+            found[word] = sorted(named)
+    return found
 
 
 def tables_named(related: dict[str, list[str]], lexicon: Lexicon) -> dict[str, list[str]]:
