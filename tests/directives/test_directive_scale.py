@@ -7,6 +7,7 @@ import gc
 import random
 
 import numpy as np
+import pytest
 
 from sophrosyne.base.words import tokenize
 from sophrosyne.directives import compute_directives, score_tables
@@ -56,6 +57,7 @@ QUESTIONS = (
 )
 
 
+@pytest.mark.slow  # a benchmark of scale (200 and 2,000 tables): CI runs it on its own (.ci/run)
 def test_entries_scored_per_question_do_not_grow_with_tables() -> None:
     # Each distinct entry is one computation of features, probability and reason: with 10 times the tables,
     # a question should cost about the same number, not 10 times as many.
@@ -92,6 +94,7 @@ def test_shared_entries_give_each_table_its_own_word_features() -> None:
         assert directives.scores == {t: e.score for t, e in board.items()}
 
 
+@pytest.mark.slow  # 2,000 tables: CI runs it on its own (.ci/run)
 def test_flagged_tables_leave_no_tracked_object_each() -> None:
     # Thousands of flagged tables kept as objects piled up in the collector's oldest generation and set off a
     # full collection (half a second beside a warehouse index) every score of questions.

@@ -91,6 +91,7 @@ def test_strings_that_share_a_hash_stay_apart(monkeypatch: pytest.MonkeyPatch) -
     assert index.values.get("not there") == []
 
 
+@pytest.mark.slow  # 60,000 values built under tracemalloc: CI runs it on its own (.ci/run)
 def test_the_value_index_takes_a_few_dozen_bytes_per_value() -> None:
     """No Python object per value: dicts of `str` -> `list[int]` (values and their forms) took 369 bytes a
     value besides the text's own bytes; the arrays take 73 (measured here, 60,000 values, 17 bytes each)."""

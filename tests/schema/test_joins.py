@@ -201,6 +201,7 @@ def _numbered(count: int) -> Catalog:
     return catalog(*tables)
 
 
+@pytest.mark.slow  # a timing ratio at 500 and 2,000 tables: CI runs it on its own (.ci/run), beside fewer tests
 def test_candidate_joins_stay_linear_when_thousands_of_tables_share_an_entity() -> None:
     # Every `part_NNNN_id` names the entity `part` that all tables share: each declared column was once matched
     # against every table (2.6 s at 5,000 tables, most of a cached start). Declared columns are no guess's

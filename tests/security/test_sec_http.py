@@ -1,14 +1,24 @@
 """Serving HTTP, attacked from outside (issue 16): connections that never finish their request (8), an OAuth
 flow advertised that cannot succeed (11), a broken source that looks healthy (12), and /health telling anyone
-the sources (14). Every server here is a real `sophrosyne serve --http` process on 127.0.0.1."""
+the sources (14); bearer tokens map to roles, and concurrent clients of mixed roles never see each other's data.
+Every server here is a real `sophrosyne serve --http` process on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import build_sqlite
 from fixtures.http_attacks import (
@@ -25,7 +35,8 @@ from fixtures.http_attacks import (
     spawned,
     timed,
 )
-from fixtures.policies import POLICY, TOKENS
+from fixtures.policies import POLICY, TOKENS, leaked
+from sophrosyne.sql.policy import hash_token
 
 # A request must arrive whole within this long here (the default is 10 s): the test waits for it to pass.
 REQUEST_S = 2.0
@@ -61,9 +72,11 @@ def open_server(folder: Path) -> Iterator[Server]:
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["1-worker", "2-workers"])
 def policy_server(folder: Path, request: pytest.FixtureRequest) -> Iterator[Server]:
+    """The policy's tokens name the roles; with directives, whose words must not cross roles either."""
     args = (str(folder / "hr.sqlite"), "--policy", str(folder / "policy.toml"))
-    with spawned(*args, folder=folder, workers=request.param) as server:
+    with spawned(*args, folder=folder, workers=request.param, env={"SOPHROSYNE_DIRECTIVES": "directives"}) as server:
         yield server
+        assert server.process.poll() is None, "the server died"
 
 
 def select_1(port: int, token: str | None = None, timeout: float = 5.0) -> str:
@@ -181,7 +194,11 @@ def _get_from(port: int, source: str) -> int:
 # -- 11. no OAuth advertised that does not exist ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("token", [None, "wrong"], ids=["no-token", "wrong-token"])
+@pytest.mark.parametrize(
+    "token",
+    [None, "wrong", TOKENS["ops"] + "x", hash_token(TOKENS["ops"])],
+    ids=["no-token", "wrong-token", "almost", "the-stored-hash"],
+)
 def test_the_401_asks_for_a_bearer_token_and_names_no_oauth_metadata(policy_server: Server, token: str | None) -> None:
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if token:
@@ -189,6 +206,7 @@ def test_the_401_asks_for_a_bearer_token_and_names_no_oauth_metadata(policy_serv
     body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}'
     answer = request(policy_server.port, "POST", "/mcp", body, headers)
     assert answer.status == 401
+    assert "employees" not in answer.text
     challenge = answer.headers["www-authenticate"]
     assert challenge.startswith('Bearer realm="sophrosyne"')
     assert "resource_metadata" not in challenge and "resource_metadata" not in answer.text
@@ -291,3 +309,83 @@ def test_health_with_a_valid_token_gives_the_details(policy_server: Server, role
 def test_health_without_a_policy_gives_the_details_to_anyone(open_server: Server) -> None:
     body = get(open_server.port, "/health").json()
     assert set(body["sources"]) == {"hr"} and "version" in body
+
+
+# -- tokens map to roles: concurrent clients of mixed roles ---------------------------------------------------
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("execute_sql", {"sql": "SELECT * FROM employees"}),
+    ("execute_sql", {"sql": "SELECT dept_name FROM departments"}),
+    ("execute_sql", {"sql": "SELECT body, tag FROM notes"}),
+    ("execute_sql", {"sql": "SELECT * FROM absence_records ORDER BY record_id"}),
+    ("describe_table", {"table": "departments"}),
+    ("describe_table", {"table": "employees"}),
+    ("get_distinct_values", {"table": "departments", "column": "dept_name"}),
+    ("get_distinct_values", {"table": "employees", "column": "full_name", "search": "a"}),
+    ("find_rows", {"term": "Operations"}),
+    ("find_rows", {"term": "discount"}),
+    ("list_tables", {}),
+]
+CLIENTS, CALLS_EACH = 50, 20
+
+
+@contextlib.asynccontextmanager
+async def client(url: str, token: str) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http)) as session,
+    ):
+        yield session
+
+
+def text_of(result: CallToolResult) -> str:
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    return "\n".join(texts) + json.dumps(result.structured_content or {}, default=str)
+
+
+@pytest.mark.parametrize(
+    ("clients", "calls_each"),
+    [pytest.param(10, 3, id="10x3"), pytest.param(CLIENTS, CALLS_EACH, id="50x20", marks=pytest.mark.slow)],
+)
+def test_concurrent_clients_with_mixed_roles(policy_server: Server, clients: int, calls_each: int) -> None:
+    """50 clients x 20 calls is the acceptance run (`-m slow`); 10 x 3 runs by default."""
+    url = f"http://127.0.0.1:{policy_server.port}/mcp"
+    latencies: list[float] = []
+    outcomes: list[tuple[str, str, bool, str]] = []  # role, tool, is_error, text
+
+    async def one_client(number: int) -> None:
+        role = "admin" if number % 3 == 0 else "ops"
+        number *= 7  # spread the clients over the calls
+        async with client(url, TOKENS[role]) as session:
+            for k in range(calls_each):
+                name, arguments = CALLS[(number + k) % len(CALLS)]
+                start = time.perf_counter()
+                result = await session.call_tool(name, arguments)
+                latencies.append(time.perf_counter() - start)
+                outcomes.append((role, name, bool(result.is_error), text_of(result)))
+
+    async def run_all() -> None:
+        async with anyio.create_task_group() as group:
+            for number in range(clients):
+                group.start_soon(one_client, number)
+
+    start = time.perf_counter()
+    anyio.run(run_all)
+    elapsed = time.perf_counter() - start
+    assert len(outcomes) == clients * calls_each
+    assert [o for o in outcomes if "internal error" in o[3]] == []
+    # ops never sees a value outside its scope; its only errors are the denied table, worded as missing.
+    ops = [o for o in outcomes if o[0] == "ops"]
+    assert [o[1] for o in ops if leaked([[o[3]]])] == []
+    assert all("no table `notes`" in o[3] for o in ops if o[2])
+    assert any(o[2] for o in ops)
+    # admin does see those values: the leak detector would have fired on a cross-role answer.
+    admin = [o for o in outcomes if o[0] == "admin"]
+    assert not any(o[2] for o in admin)
+    assert any(leaked([[o[3]]]) for o in admin)
+    p95 = statistics.quantiles(latencies, n=20)[-1] * 1000
+    print(
+        f"\n{len(outcomes)} calls from {clients} clients in {elapsed:.1f} s; "
+        f"p50 {statistics.median(latencies) * 1000:.0f} ms, p95 {p95:.0f} ms"
+    )

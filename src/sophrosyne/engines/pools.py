@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 # What to check when a server cannot be reached.
 CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
+# How long closing a server's pool waits for connections being handed back (a rollback each).
+RETURN_WAIT_S = 5.0
 
 
 class Pool(Protocol):
@@ -59,6 +61,7 @@ class FilePool:
         self.identity: object = self._stat()
         self._last_release = 0.0
         self._closer: threading.Timer | None = None
+        self._closed = False
 
     def _stat(self) -> object:
         """The file's identity (device and inode): a file replaced under the same path has another."""
@@ -110,7 +113,9 @@ class FilePool:
             self._close(raw)
             return
         with self._lock:
-            current = self._opened.get(id(raw)) == self.identity
+            # A connection handed back after close (a background reading that outlived its database) is shut,
+            # not kept by a pool nobody closes again.
+            current = self._opened.get(id(raw)) == self.identity and not self._closed
             if current and len(self._idle) < self.keep:
                 self._idle.append(raw)
                 self._last_release = time.monotonic()
@@ -147,6 +152,7 @@ class FilePool:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
             closer, self._closer = self._closer, None
         if closer is not None:
@@ -181,14 +187,26 @@ def open_failure(path: Path, message: str) -> ConnectionFailed:
 
 
 class ServerPool:
-    """SQLAlchemy's pool of one server database (it checks a connection is alive before handing it out)."""
+    """SQLAlchemy's pool of one server database (it checks a connection is alive before handing it out).
+
+    Closing disposes of the pool, which shuts the connections checked in; one still checked out (a background
+    reading, a statement running) is shut as it comes back. SQLAlchemy would otherwise put it back into the
+    disposed pool, open, for the garbage collector to find later (psycopg warns of each one)."""
 
     def __init__(self, engine: SQLAlchemyEngine) -> None:
+        from sqlalchemy import event
+
         self.engine = engine
         self.server: SQLAlchemyEngine | None = engine  # the same, as every pool offers it (None for a file)
         self.driver = str(engine.dialect.driver)
         self.url = engine.url.render_as_string(hide_password=True)
         self.errors: tuple[type[Exception], ...] = (engine.dialect.loaded_dbapi.Error,)
+        self.closed = False
+        self._returning = 0  # connections being handed back now (a rollback, then into the pool)
+        self._state = threading.Condition()
+        # On the engine, so that it holds for every pool it has (disposing makes a new one): the catalog's
+        # inspector takes its connections from the engine itself, not through `acquire`.
+        event.listen(engine, "checkin", self._shut_if_closed)
 
     def acquire(self) -> Any:
         from sqlalchemy.exc import DBAPIError
@@ -202,9 +220,27 @@ class ServerPool:
             raise ConnectionFailed(f"cannot connect to {self.url}: {first_line(cause)}", hint=CONNECT_HINT) from None
 
     def release(self, raw: Any) -> None:
-        raw.close()  # back to the pool, which rolls back whatever is left
+        with self._state:
+            if self.closed:
+                raw.invalidate()  # shut, not handed back to a pool that is gone
+                return
+            self._returning += 1
+        try:
+            raw.close()  # back to the pool, which rolls back whatever is left
+        finally:
+            with self._state:
+                self._returning -= 1
+                self._state.notify_all()
+
+    def _shut_if_closed(self, dbapi_connection: Any, record: Any) -> None:
+        if self.closed and dbapi_connection is not None:
+            record.invalidate()  # the connection is shut; the record goes back empty
 
     def close(self) -> None:
+        with self._state:
+            self.closed = True
+            # A connection being handed back now lands in the pool before it is disposed of, not after.
+            self._state.wait_for(lambda: self._returning == 0, timeout=RETURN_WAIT_S)
         self.engine.dispose()
 
 
