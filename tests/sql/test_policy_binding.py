@@ -39,6 +39,7 @@ def test_what_appeared_later_is_held_back_with_its_keys_and_named_once(caplog: p
         tables={
             "people": Table("people", [Column("id", "INT"), Column("team", "INT")], primary_key=["id"]),
             "teams": Table("teams", [Column("id", "INT")], primary_key=["id"]),
+            "offices": Table("offices", [Column("id", "INT")]),
         },
         dialect="postgres",
     )
@@ -54,14 +55,20 @@ def test_what_appeared_later_is_held_back_with_its_keys_and_named_once(caplog: p
         ],
     )
     grown = Catalog(
-        tables={"people": people, "teams": checked.tables["teams"], "vaults": Table("vaults", [Column("id", "INT")])},
+        tables={
+            "people": people,
+            "teams": checked.tables["teams"],
+            "offices": Table("offices", [Column("id", "INT")], foreign_keys=[ForeignKey(["id"], "vaults", ["id"])]),
+            "vaults": Table("vaults", [Column("id", "INT")]),
+        },
         dialect="postgres",
     )
     with caplog.at_level(logging.INFO, logger="sophrosyne.sql.policy"):
         admitted = binding.admit(grown, None)
         binding.admit(grown, None)
     assert admitted.dialect == "postgres"
-    assert sorted(admitted.tables) == ["people", "teams"]
+    assert sorted(admitted.tables) == ["offices", "people", "teams"]
+    assert admitted.tables["offices"].foreign_keys == []  # its one key points at a table held back
     kept = admitted.tables["people"]
     assert [c.name for c in kept.columns] == ["ID", "team"]
     assert kept.primary_key == ["ID"]

@@ -42,6 +42,12 @@ LEAKPROOF = [
     "SELECT full_name FROM employees WHERE employee_id = (SELECT a.employee_id FROM absence_records AS a LIMIT 0)",
     "SELECT full_name FROM employees WHERE employee_id = ((SELECT MAX(a.employee_id) FROM absence_records AS a))",
     "SELECT department FROM employees GROUP BY department HAVING department = 'D042'",  # a leakproof predicate
+    # a HAVING term over an aggregate is output, whatever else it computes
+    "SELECT department FROM employees GROUP BY department HAVING COUNT(*) > LENGTH(department) / 2",
+    # the outermost query in parentheses, or as a side of a set operation or its ORDER BY, is still outermost
+    "(SELECT full_name, employee_id / 2 FROM employees)",
+    "SELECT employee_id / 2 FROM employees UNION SELECT hours FROM absence_records",
+    "SELECT employee_id FROM employees UNION SELECT hours FROM absence_records ORDER BY employee_id / 2",
 ]
 LEAKING = [
     "SELECT COUNT(*) FROM employees WHERE 1 / (employee_id - 3) > 0",  # division by zero
@@ -79,6 +85,8 @@ LEAKING = [
     # a HAVING term whose only aggregate is a nested query's is a predicate on rows
     "SELECT department FROM employees GROUP BY department "
     "HAVING department / (SELECT MAX(a.hours) FROM absence_records AS a) > 0",
+    # each term of a HAVING is its own: one without an aggregate is a predicate beside one with
+    "SELECT department FROM employees GROUP BY department HAVING COUNT(*) > 0 AND LENGTH(department) / 2 > 0",
 ]
 
 
@@ -124,6 +132,8 @@ def test_queries_that_could_leak_keep_every_fence(sql: str) -> None:
         # The PIVOT of a join computes its aggregate from the join's rows, before the outermost query.
         ("SELECT * FROM employees AS e JOIN absence_records AS a ON TRUE PIVOT (SUM(1 / hours) FOR reason IN ('x'))",
          "duckdb", True),
+        # A table function runs per row of what it is joined to.
+        ("SELECT COUNT(*) FROM employees AS e, generate_series(1, e.employee_id / 2) AS g", "postgres", True),
     ],
 )  # fmt: skip
 def test_needs_fence_of_forms_a_role_rewrite_may_refuse(sql: str, dialect: str, fenced: bool) -> None:
