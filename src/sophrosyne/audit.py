@@ -1,4 +1,5 @@
-"""One JSONL record per tool call (who, what, SQL as written and executed, rows, time, tokens), and summaries."""
+"""One JSONL record per tool call, resource list or read, prompt and completion (who, what, SQL as written and
+executed, rows, time, tokens), and summaries."""
 
 from __future__ import annotations
 

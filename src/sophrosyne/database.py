@@ -41,6 +41,9 @@ _TIMEOUT_MARKERS = (
     "query execution was interrupted",
 )
 logger = logging.getLogger("sophrosyne.database")
+# A server's connections beyond one per worker thread and Python program: the background work (schema checks,
+# the value index, role views) that runs beside the calls.
+BACKGROUND_CONNECTIONS = 8
 
 
 @dataclass
@@ -299,8 +302,17 @@ def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str |
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
     url, connect_args = engine.prepare_url(url)
+    limits = settings.limits
     try:
-        sa_engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+        # Each worker thread and each Python program may hold a connection at once: SQLAlchemy's default pool
+        # (5, and 10 more for 30 s) made a flood of slow calls wait on connections the fair share gave others.
+        sa_engine = sa.create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=limits.worker_threads + limits.python_programs,
+            max_overflow=BACKGROUND_CONNECTIONS,
+            connect_args=connect_args,
+        )
     except (ArgumentError, NoSuchModuleError) as exc:
         raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
     pool = ServerPool(sa_engine)

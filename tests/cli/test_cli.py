@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,13 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
     result = invoke(command, "--help")
     assert result.exit_code == 0
     assert "Example:" in result.stdout
+
+
+def test_serve_help_names_every_kind_of_call_the_audit_log_records() -> None:
+    """Resources, prompts and completions are audited as tool calls are (issue 33, finding 3)."""
+    result = invoke("serve", "--help")
+    words = " ".join(re.sub(r"[│╭╮╰╯─]", " ", result.stdout).split())
+    assert "per tool call, resource list or read, prompt and completion" in words
 
 
 def test_tables() -> None:

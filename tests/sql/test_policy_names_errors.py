@@ -197,3 +197,15 @@ def test_a_row_filter_is_read_in_the_databases_dialect(tmp_path: Path) -> None:
     load_policy(path).check(Catalog(tables=CATALOG.tables, dialect="mysql"))
     with pytest.raises(ConfigError, match='unknown column `"nosuch"`'):
         load_policy(path).check(CATALOG)
+
+
+def test_a_row_filter_calling_a_function_the_databases_engine_does_not_allow_names_role_and_table() -> None:
+    """`hamming` is DuckDB's: the file alone allows it (some engine has it); the SQLite catalog does not."""
+    rule = "[roles.r.tables.employees]\nrow_filter = \"hamming(full_name, 'x') = 0\""
+    policy = parse_policy(tomllib.loads(HEAD + rule))
+    policy.check(Catalog(tables=CATALOG.tables, dialect="duckdb"))
+    with pytest.raises(ConfigError) as caught:
+        policy.check(Catalog(tables=CATALOG.tables, dialect="sqlite"))
+    assert caught.value.message.startswith(
+        "row filter of role `r`, table `employees`: function `hamming` is not allowed"
+    ), caught.value.message

@@ -192,3 +192,34 @@ def test_a_name_the_catalog_holds_whole_means_that_table_alone() -> None:
     )
     assert [t.name for t in tables_named(catalog, "orders")] == ["orders"]
     assert [t.name for t in tables_named(catalog, "sales.orders")] == ["shop.sales.orders"]
+
+
+WHOLE = "name the tables one by one (each gets the role's rules), or ask for a role that sees them all"
+
+
+def test_a_wildcard_by_its_dataset_alone_reads_every_table_it_starts_when_the_role_sees_them_whole() -> None:
+    # A rule that restricts nothing (no filter, no column list, nothing hidden) leaves its table whole.
+    role = Role("r", tables={"events_20240101": TableRule()})
+    assert _rewrite(role, "SELECT * FROM sales.`events_*`", BQ) == "SELECT * FROM sales.`events_*`"
+    with pytest.raises(RejectedSQL) as caught:
+        hidden = Role("r", tables={"events_20240101": TableRule(hidden=["salary"])})
+        _rewrite(hidden, "SELECT * FROM sales.`events_*`", BQ)
+    assert caught.value.message == (
+        "the wildcard table `sales.events_*` is not allowed for role `r`: it reads a table the role does not see whole"
+    )
+    assert caught.value.hint == WHOLE
+
+
+def test_the_refusals_of_a_wildcard_table_word_for_word() -> None:
+    with pytest.raises(UnknownTable) as unknown:
+        _rewrite(Role("r", denied=["hr.staff"]), "SELECT * FROM `shop-prod.sales.refunds_*`", BQ)
+    assert unknown.value.message == "no table `shop-prod.sales.refunds_*`"
+    assert unknown.value.hint == "call list_tables to see the tables you can read"
+    listed = Role("r", tables={"events_20240101": TableRule()}, unlisted_allowed=False)
+    with pytest.raises(RejectedSQL) as later:
+        _rewrite(listed, "SELECT * FROM `shop-prod.sales.events_*`", BQ)
+    assert later.value.message == (
+        "the wildcard table `shop-prod.sales.events_*` is not allowed for role `r`: it would also read tables "
+        "created later, which the role's policy does not list"
+    )
+    assert later.value.hint == WHOLE

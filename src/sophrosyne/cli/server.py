@@ -36,7 +36,13 @@ def serve(
     ] = 1,
     descriptions: DescriptionsOption = None,
     directives: DirectivesOption = None,
-    audit_log: Annotated[Path | None, typer.Option(help="Append one JSONL audit record per tool call here.")] = None,
+    audit_log: Annotated[
+        Path | None,
+        typer.Option(
+            help="Append one JSONL audit record per tool call, resource list or read, prompt and completion here "
+            "(e.g. --audit-log audit.jsonl)."
+        ),
+    ] = None,
     allow_python: Annotated[
         bool,
         typer.Option(

@@ -21,6 +21,8 @@ from fnmatch import translate
 from functools import lru_cache
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import DialectType
+from sqlglot.errors import SqlglotError
 from sqlglot.expressions.datatypes import DType
 
 _FILES = "it reads or writes files on the database server"
@@ -309,6 +311,22 @@ def names(node: exp.Func) -> list[str]:
     if isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
         return [node.name.lower()]
     return [name.lower() for name in node.sql_names()]
+
+
+_CALLED = re.compile(r"([A-Za-z_][\w$]*)\s*\(")
+
+
+def written_name(node: exp.Func, dialect: DialectType) -> str:
+    """The name, lower-cased, a function is called by in `dialect`: what its reader wrote, not the name of
+    sqlglot's node (`version()` is sqlglot's `current_version`). The node's first name when the dialect
+    writes it without a call (`CURRENT_USER`, `d + INTERVAL ...`) or cannot write it."""
+    if isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
+        return node.name.lower()
+    try:
+        match = _CALLED.match(node.sql(dialect=dialect))
+    except (TypeError, ValueError, AttributeError, KeyError, SqlglotError):  # arguments it cannot write
+        match = None
+    return match.group(1).lower() if match else names(node)[0]
 
 
 def never(node: exp.Func, dialect: str) -> tuple[str, str] | None:

@@ -86,7 +86,7 @@ class SecurePath:
         )
         fenced = reads_fences(rewritten)
         # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
-        executed = rewritten.sql(dialect=dialect, copy=rewritten is expression)
+        executed = guard.render(rewritten, dialect, copy=rewritten is expression)
         guard.check_sent(executed, self.engine.name)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
@@ -142,4 +142,4 @@ class SecurePath:
 
     def shown_sql(self, executed: str, expression: exp.Expression) -> str:
         """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
-        return executed if self.role.unrestricted else expression.sql(dialect=self.dialect)
+        return executed if self.role.unrestricted else guard.render(expression, self.dialect)

@@ -89,5 +89,5 @@ def function_refusal(node: exp.Func, dialect: str | None) -> tuple[str, str | No
     """The name of a function a restricted role (and a row filter) may not call on `dialect`, and why when
     the reason is not the role's, or None."""
     if sql_functions.refused_for_restricted(node):
-        return sql_functions.names(node)[0], None
+        return sql_functions.written_name(node, dialect), None
     return sql_functions.refusal(node, dialect)
