@@ -173,7 +173,8 @@ class Environment:
         full = self.full_catalog
         return full if self.role.unrestricted or self._admitted is None else self._admitted
 
-    # -- the tools: each is its module's function (tools/), called with this environment as `env` ---------
+    # -- the tools of tools/registry.py: each is its module's function, called with this environment as `env`;
+    # a line each, so that the Python API is typed (a test holds them to the registry) ----------------------
 
     list_sources = bounded_call(list_sources)
     list_tables = bounded_call(list_tables)

@@ -69,7 +69,7 @@ def test_list_tables_join_keys(env: Environment) -> None:
 
 
 def test_list_sources(env: Environment) -> None:
-    (source,) = env.list_sources()
+    (source,) = env.list_sources().sources
     assert source.tables == 6
     assert source.dialect == env.dialect
 

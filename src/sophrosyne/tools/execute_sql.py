@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 from sqlglot import exp
@@ -80,8 +80,15 @@ class QueryOutput(Result):
         screen.notes(f"{self.row_count} rows{more} in {self.elapsed_ms:.0f} ms", self.reminder, self.cut)
 
 
-def execute_sql(env: Context, sql: str, limit: int | None = None) -> QueryOutput:
-    """Run one read-only statement; rows capped, with the SQL as executed."""
+def execute_sql(
+    env: Context,
+    sql: Annotated[str, Field(description="One read-only SELECT or WITH statement.")],
+    limit: Annotated[int | None, Field(description="Most rows (capped by the server).")] = None,
+) -> QueryOutput:
+    """Run one read-only statement: rows (capped), columns and the SQL as executed; refusals say why.
+
+    Example: execute_sql(sql="SELECT COUNT(*) FROM employees")
+    """
     settings, secure = env.settings, env.secure
     cap, capped = count(limit, "limit", settings.limits.row_cap, settings.limits.row_cap, "row_cap")
     result, executed, expression = secure.run(sql, limit=cap)

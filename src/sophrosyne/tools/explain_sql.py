@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from sophrosyne.base.data_blocks import close_data, open_data
@@ -33,8 +35,11 @@ class QueryPlan(Result):
         cut_lists(self, ["hints", "plan"], budget, note)
 
 
-def explain_sql(env: Context, sql: str) -> QueryPlan:
-    """The engine's plan for a read-only statement, with hints about full scans of large tables."""
+def explain_sql(env: Context, sql: Annotated[str, Field(description="One read-only SELECT statement.")]) -> QueryPlan:
+    """The engine's plan, with hints: full scans, joins without an index, leading-wildcard LIKE.
+
+    Example: explain_sql(sql="SELECT * FROM attendance WHERE employee_id = 7")
+    """
     settings, secure = env.settings, env.secure
     result, executed, expression = secure.run(sql, limit=500, explain=True)
     plan, scanned = secure.engine.read_plan(result.columns, result.rows)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Annotated, Protocol
+
+from pydantic import Field
 
 from sophrosyne.base.data_blocks import close_data, open_data
 from sophrosyne.base.text import shorten
@@ -62,8 +64,16 @@ class Searcher(Context, Protocol):
     def moderator(self) -> Guide: ...
 
 
-def search_schema(env: Searcher, query: str, k: int | None = 10) -> SchemaHits:
-    """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
+def search_schema(
+    env: Searcher,
+    query: Annotated[str, Field(description="What the column holds, in words.")],
+    k: Annotated[int, Field(description="How many columns.")] = 10,
+) -> SchemaHits:
+    """Columns best matching a description (keyword and semantic search), with their tables.
+
+    Example: search_schema(query="date of an absence", k=5)
+    """
+    # BM25 and embeddings over names and descriptions, fused.
     if not query.strip():
         raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
     k, capped = count(k, "k", 10, MAX_HITS)
