@@ -16,6 +16,7 @@ from sophrosyne.serve.mapping import AsyncToolFn, ToolFn
 from sophrosyne.serve.tools import READ_ONLY
 from sophrosyne.sources import Sources
 from sophrosyne.tools.base import fit_rows, render_table
+from sophrosyne.tools.execute_sql import own_sql_allowed
 
 
 class ProgramOutput(BaseModel):
@@ -55,6 +56,7 @@ def add_run_python(server: MCPServer, sources: Sources, mapped: Callable[[ToolFn
         Example: run_python(code="df = sql('SELECT department FROM employees')\nresult = df.value_counts()")
         """
         caller = caller_view(sources, source)
+        own_sql_allowed(caller)
         ran = executor.run(code, lambda query: environment_rows(caller, query))
         rows, _ = fit_rows(ran.columns, ran.rows, caller.settings.limits.token_budget)
         output = ProgramOutput(

@@ -9,6 +9,7 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import Resource
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
@@ -22,12 +23,13 @@ from sophrosyne.serve.caller import ClientKey, caller_view
 from sophrosyne.serve.calls import Calls
 from sophrosyne.serve.features import Notices, add_features
 from sophrosyne.serve.health import SourceWatch, add_health
-from sophrosyne.serve.lean import LeanServer
+from sophrosyne.serve.lean import LeanServer, output_schema
 from sophrosyne.serve.mapping import ERROR_CHARS, map_calls
 from sophrosyne.serve.python import add_run_python
-from sophrosyne.serve.tools import add_tools
+from sophrosyne.serve.tools import add_declared_tools, add_tools, shown_to_caller
 from sophrosyne.sources import Sources
 from sophrosyne.tools.arguments import argument_error
+from sophrosyne.tools.execute_sql import QueryOutput
 
 # Every word here is paid for by every client on every connection: keep it short (a test holds the total).
 INSTRUCTIONS = """\
@@ -48,6 +50,11 @@ class SophrosyneMCP(LeanServer):
 
     tokens: PolicyTokens | None = None
     table_resources: Callable[[], Awaitable[list[Resource]]] | None = None
+    shown: Callable[[str], bool] | None = None  # which tools the caller is shown (serve/tools.py)
+
+    async def list_tools(self) -> list[MCPTool]:
+        listed = await super().list_tools()
+        return listed if self.shown is None else [tool for tool in listed if self.shown(tool.name)]
 
     def streamable_http_app(self, *, streamable_http_path: str = "/mcp", **options: Any) -> Starlette:
         app = super().streamable_http_app(streamable_http_path=streamable_http_path, **options)
@@ -103,13 +110,16 @@ def build_server(
     calls = calls or Calls()
     mapped = map_calls(sources, audit, calls)
     add_health(server, sources, calls, watch or SourceWatch(sources), require_token)
-    server.output_schemas = add_tools(server, sources, mapped)
+    server.output_schemas = schemas = add_tools(server, sources, mapped)
+    declared = add_declared_tools(server, sources, mapped)
+    schemas.update(dict.fromkeys(declared, output_schema(QueryOutput)))
+    server.shown = shown_to_caller(sources, declared)
     if allow_python:
         # A program has its own wall-clock limit, longer than a statement's: its call is given that long.
         program_s = max(settings.limits.timeout_s, settings.sandbox.wall_s + 5)
         # In threads of their own: sleeping programs never take the SQL tools' threads.
         programs = map_calls(sources, audit, calls, seconds=program_s, pool="programs")
-        server.output_schemas["run_python"] = add_run_python(server, sources, programs)
+        schemas["run_python"] = add_run_python(server, sources, programs)
     server.table_resources = add_features(server, sources, caller_view, calls, audit)
     (notices or Notices()).install(server)
     server.middleware.append(_WarmAfterHandshake(sources))

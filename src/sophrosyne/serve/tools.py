@@ -17,15 +17,18 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from sophrosyne.environment import Environment
-from sophrosyne.errors import AccessDenied
+from sophrosyne.errors import AccessDenied, ConfigError
 from sophrosyne.serve.caller import Source, caller_view
 from sophrosyne.serve.lean import output_schema
 from sophrosyne.serve.mapping import AsyncToolFn, ToolFn
 from sophrosyne.sources import Sources
+from sophrosyne.sql.policy.tools import DeclaredTool
 from sophrosyne.tools.base import render
-from sophrosyne.tools.registry import TOOLS, ToolEntry
+from sophrosyne.tools.registry import NAMES, TOOLS, ToolEntry
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# The tools that run a statement the caller writes: refused to a role limited to its declared tools.
+OWN_SQL = ("execute_sql", "explain_sql", "run_python")
 
 Mapped = Callable[[ToolFn], AsyncToolFn]
 
@@ -59,6 +62,64 @@ def add_tool(server: MCPServer, sources: Sources, entry: ToolEntry, mapped: Mapp
     )
     server.add_tool(mapped(call), name=entry.name, annotations=READ_ONLY, structured_output=False)
     return output_schema(signature.return_annotation)
+
+
+def add_declared_tools(server: MCPServer, sources: Sources, mapped: Mapped) -> dict[str, tuple[str, DeclaredTool]]:
+    """The tools each source's policy file declares (`[[tools]]`), each on its source: its arguments are its
+    typed parameters, its output that of execute_sql. Returns them by name, with their source."""
+    declared: dict[str, tuple[str, DeclaredTool]] = {}
+    for source, env in sources.environments.items():
+        for tool in env.policy.tools if env.policy is not None else []:
+            if tool.name in NAMES or tool.name in declared or tool.name == "run_python":
+                raise ConfigError(
+                    f"{tool.where}: a tool named `{tool.name}` is served already.",
+                    hint="Give it another name (a policy shared by several sources declares its tools for each).",
+                )
+            declared[tool.name] = (source, tool)
+            server.add_tool(
+                mapped(_declared_call(sources, source, tool)),
+                name=tool.name,
+                description=tool.description,
+                annotations=READ_ONLY,
+                structured_output=False,
+            )
+    return declared
+
+
+def _declared_call(sources: Sources, source: str, tool: DeclaredTool) -> ToolFn:
+    def call(**arguments: Any) -> CallToolResult:
+        return respond(caller_view(sources, source).run_declared(tool, arguments))
+
+    call.__name__ = call.__qualname__ = tool.name
+    parameters = [
+        inspect.Parameter(
+            p.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if p.required else None,
+            annotation=p.annotation(),
+        )
+        for p in tool.parameters
+    ]
+    call.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+    return call
+
+
+def shown_to_caller(sources: Sources, declared: dict[str, tuple[str, DeclaredTool]]) -> Callable[[str], bool]:
+    """Whether `tools/list` shows a tool to the caller: a declared tool to the roles it is for, the tools that run
+    a statement of the caller's own to a role free to write one (`free_sql`); every other tool to all."""
+
+    def shown(name: str) -> bool:
+        if name in declared:
+            source, tool = declared[name]
+            try:
+                return caller_view(sources, source).role.name in tool.roles
+            except AccessDenied:
+                return False
+        if name in OWN_SQL:
+            return any(view.role.free_sql for view in readable_views(sources).values())
+        return True
+
+    return shown
 
 
 def respond(result: BaseModel) -> CallToolResult:

@@ -10,6 +10,7 @@ from sophrosyne.base.data_blocks import close_data, open_data
 from sophrosyne.sql.hints import plan_hints
 from sophrosyne.tools.base import Context, Result
 from sophrosyne.tools.budget import cut_lists, fit
+from sophrosyne.tools.execute_sql import own_sql_allowed
 
 
 class QueryPlan(Result):
@@ -41,6 +42,7 @@ def explain_sql(env: Context, sql: Annotated[str, Field(description="One read-on
     Example: explain_sql(sql="SELECT * FROM attendance WHERE employee_id = 7")
     """
     settings, secure = env.settings, env.secure
+    own_sql_allowed(env)
     result, executed, expression = secure.run(sql, limit=500, explain=True)
     plan, scanned = secure.engine.read_plan(result.columns, result.rows)
     # Sizes as this role sees them: a filtered table's full size is not its to know.
