@@ -265,7 +265,7 @@ def _resolve(tree: exp.Expression, catalog: Catalog, problem: str) -> None:
     try:
         qualify(tree.copy(), schema=schema, dialect=catalog.dialect, validate_qualify_columns=True)
     except (SqlglotError, ValueError) as exc:
-        raise ConfigError(f"{problem}: {str(exc).splitlines()[0][:200]}.") from None
+        raise ConfigError(f"{problem}: {str(exc).splitlines()[0][:200].rstrip('.')}.") from None
 
 
 def _keys(entry: dict[str, Any], allowed: set[str], where: str, what: str) -> None:
