@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -122,7 +123,11 @@ def session(
         target: Any = build_server(environment)
     elif request.param == "stdio":
         target = StdioServerParameters(
-            command=sys.executable, args=["-m", "sophrosyne", "serve", str(database)], cwd=str(ROOT)
+            # This process's environment: a checkout's PYTHONPATH serves its own code.
+            command=sys.executable,
+            args=["-m", "sophrosyne", "serve", str(database)],
+            cwd=str(ROOT),
+            env=dict(os.environ),
         )
     else:
         target = wait_until_ready(*http_server)
