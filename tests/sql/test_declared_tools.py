@@ -103,6 +103,7 @@ def test_an_unknown_role_and_a_bad_declaration_are_refused_with_the_file(tmp_pat
         (PEOPLE.replace("people_of", "People Of"), "a tool's `name` is lower-case"),
         (PEOPLE.replace("= :code", "= ?"), "name each one (:name)"),
         (PEOPLE + PEOPLE, "a second tool is named `people_of`"),
+        (PEOPLE.replace("= :code", "= :code || '\\u0000code\\u0000'"), "holds a NUL character"),
     ]:
         with pytest.raises(ConfigError) as refused:
             load_policy(write(tmp_path, tools))
@@ -138,3 +139,18 @@ def test_values_are_bound_never_written_into_the_statement(target: str, tmp_path
         assert len(admin.run_declared(absences, {"start": "2025-09-01", "end": "2025-09-30"}).rows) > len(period.rows)
         with pytest.raises(AccessDenied, match="does not have the tool `people_of`"):
             admin.run_declared(people, {"code": "D042"})
+
+
+def test_parameters_may_be_written_as_tables_of_their_own(hr: Path, tmp_path: Path) -> None:
+    """`[[tools.parameters]]`, as DBHub's files write them, reads as the inline list does."""
+    tables = PEOPLE.replace(
+        'parameters = [{ name = "code", type = "string", description = "A department code such as D042.", '
+        "max_length = 40 }]",
+        '[[tools.parameters]]\nname = "code"\ntype = "enum"\ndescription = "A code."\nvalues = ["D042", "D017"]',
+    )
+    with opened(str(hr), write(tmp_path, tables)) as env:
+        (people,) = env.declared_tools
+        assert people.parameters[0].values == ("D042", "D017")
+        assert [r[0] for r in env.run_declared(people, {"code": "D042"}).rows] == D042
+        with pytest.raises(InvalidArgument, match="must be one of D042, D017"):
+            env.run_declared(people, {"code": "D063"})

@@ -160,6 +160,8 @@ def _tool(entry: Any, roles: dict[str, Role], where: str) -> DeclaredTool:
         raise ConfigError(f"{where} needs a `description`: the agent chooses tools by it.")
     if not isinstance(sql, str) or not sql.strip():
         raise ConfigError(f"{where} needs its `sql`: one read-only statement with :name parameters.")
+    if "\x00" in sql:  # the character the secured path marks placeholders with (sql/secure.py)
+        raise ConfigError(f"{where}: its sql holds a NUL character.")
     granted = entry.get("roles")
     if not isinstance(granted, list) or not granted or not all(isinstance(r, str) for r in granted):
         raise ConfigError(f"{where} needs `roles`: the roles that get it.", hint=f"Roles: {', '.join(sorted(roles))}.")
