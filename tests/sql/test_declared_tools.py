@@ -154,3 +154,13 @@ def test_parameters_may_be_written_as_tables_of_their_own(hr: Path, tmp_path: Pa
         assert [r[0] for r in env.run_declared(people, {"code": "D042"}).rows] == D042
         with pytest.raises(InvalidArgument, match="must be one of D042, D017"):
             env.run_declared(people, {"code": "D063"})
+
+
+def test_an_engine_whose_driver_is_not_given_values_refuses_declared_tools_at_start(tmp_path: Path) -> None:
+    from fixtures.engines import build_duckdb
+
+    database = build_duckdb(tmp_path / "hr.duckdb")
+    policy = write(tmp_path, PEOPLE)
+    with pytest.raises(ConfigError, match="do not run on duckdb yet") as refused:
+        opened(str(database), policy, role="ops").close()
+    assert f"{policy}:" in refused.value.message

@@ -25,6 +25,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
+from sophrosyne import engines
 from sophrosyne.errors import ConfigError, InvalidArgument, SophrosyneError
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.sql import guard
@@ -240,7 +241,11 @@ def placeholders_of(sql: str, where: str) -> set[str]:
 
 def check_statements(tools: list[DeclaredTool], dialect: str) -> list[exp.Expression]:
     """Each tool's statement as the guard reads it on this dialect: ConfigError, with the tool's file and line,
-    for one the guard refuses (a write, several statements, a function it does not allow)."""
+    for one the guard refuses (a write, several statements, a function it does not allow), and for any on an
+    engine whose driver is not given values yet (DuckDB, Spark)."""
+    engine = engines.for_dialect(dialect)
+    if tools and engine.parameter_style is None:
+        raise ConfigError(f"{tools[0].where}: tools declared in a policy file do not run on {engine.name} yet.")
     trees = []
     for tool in tools:
         try:
