@@ -23,7 +23,6 @@ import sqlglot
 from pydantic import Field
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.qualify import qualify
 
 from sophrosyne import engines
 from sophrosyne.errors import ConfigError, InvalidArgument, SophrosyneError
@@ -268,6 +267,8 @@ def check_tools(tools: list[DeclaredTool], roles: dict[str, Role], catalog: Cata
 
 
 def _resolve(tree: exp.Expression, catalog: Catalog, problem: str) -> None:
+    from sqlglot.optimizer.qualify import qualify  # only a policy with tools needs it (its import takes 40 ms)
+
     schema: dict[str, object] = {t.name: {c.name: c.type or "TEXT" for c in t.columns} for t in catalog.tables.values()}
     try:
         qualify(tree.copy(), schema=schema, dialect=catalog.dialect, validate_qualify_columns=True)
