@@ -208,8 +208,12 @@ async def measure(servers: list[Server], repeats: int, startups: int) -> dict[st
             clients[server.name] = client
             listed = (await client.list_tools()).tools
             definitions = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
-            surface = sum(tokens(json.dumps(d, separators=(",", ":"))) for d in definitions)
+            # What a model is given of each tool: its output schema is for the client's program, counted apart.
+            given = [{k: v for k, v in d.items() if k != "outputSchema"} for d in definitions]
+            surface = sum(tokens(json.dumps(d, separators=(",", ":"))) for d in given)
             results[server.name]["tool_tokens"] = surface + tokens(client.instructions or "")
+            schemas = [d["outputSchema"] for d in definitions if "outputSchema" in d]
+            results[server.name]["output_schema_tokens"] = tokens(json.dumps(schemas, separators=(",", ":")))
             results[server.name]["tools"] = len(listed)
         samples: dict[tuple[str, str], list[float]] = {}
         answers: dict[tuple[str, str], Any] = {}

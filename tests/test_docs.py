@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from sophrosyne.cli.app import app
 from sophrosyne.environment import Environment
 from sophrosyne.serve.server import build_server
 from sophrosyne.settings import FLAT, SECTIONS, flat_name
+from sophrosyne.tools.registry import TOOLS, ToolEntry
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 COMMANDS = sorted(info.name or info.callback.__name__ for info in app.registered_commands if info.callback)
@@ -62,3 +64,10 @@ def test_every_mcp_tool_has_a_description_with_an_example_and_is_in_the_readme(t
         assert f"`{tool.name}" in README, f"tool {tool.name} is missing from the README"
         for prop in (tool.input_schema.get("properties") or {}).values():
             assert prop.get("description"), f"an argument of {tool.name} has no description"
+
+
+@pytest.mark.parametrize("entry", TOOLS, ids=[entry.name for entry in TOOLS])
+def test_the_readme_gives_each_tool_its_arguments(entry: ToolEntry) -> None:
+    parameters = list(inspect.signature(entry.function()).parameters.values())[1:]  # less the environment
+    shown = ", ".join(p.name + ("?" if p.default is not inspect.Parameter.empty else "") for p in parameters)
+    assert f"| `{entry.name}({shown})` |" in README

@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from sophrosyne.base.version import __version__
+from sophrosyne.tools.registry import TOOLS
 
 _HOMES = {
     "sophrosyne.environment": "Environment",
@@ -21,14 +22,8 @@ _HOMES = {
         "RejectedSQL "
         "SQLSyntaxError QueryTimeout QueryFailed AccessDenied"
     ),
-    "sophrosyne.tools.list_sources": "SourceInfo SourceList SourceRelevance",
-    "sophrosyne.tools.list_tables": "TableSummary TableGroupInfo Directive TableList",
-    "sophrosyne.tools.describe_table": "ColumnInfo TableDescription",
-    "sophrosyne.tools.get_distinct_values": "ValueCount DistinctValues",
-    "sophrosyne.tools.find_rows": "TableRows FoundRows",
-    "sophrosyne.tools.search_schema": "SchemaHit SchemaHits",
-    "sophrosyne.tools.execute_sql": "QueryOutput",
-    "sophrosyne.tools.explain_sql": "QueryPlan",
+    # Each tool's result models, as the registry of tools names them.
+    **{entry.module: entry.exports for entry in TOOLS},
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names.split()}
 

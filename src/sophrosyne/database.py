@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,9 +168,16 @@ class Database:
             return (getattr(self.pool, "identity", None), self.engine.schema_fingerprint(cursor))
 
     def run(
-        self, sql: str, *, limit: int | None = None, timeout_s: float | None = None, fenced: bool = False
+        self,
+        sql: str,
+        *,
+        limit: int | None = None,
+        timeout_s: float | None = None,
+        fenced: bool = False,
+        values: Mapping[str, Any] | None = None,
     ) -> QueryResult:
-        """Run one statement in a read-only session; fetch at most `limit` rows. `fenced`: see Engine.session.
+        """Run one statement in a read-only session; fetch at most `limit` rows. `fenced`: see Engine.session;
+        `values`: the statement's parameters, bound by the driver (Engine.reading).
 
         The statement gets what is left of the call's deadline, if less than its own timeout."""
         deadline.check("the statement")
@@ -178,7 +185,7 @@ class Database:
         started = time.perf_counter()
         with (
             self.session(timeout, fenced=fenced) as cursor,
-            self.engine.reading(cursor, sql, time.monotonic() + timeout) as results,
+            self.engine.reading(cursor, sql, time.monotonic() + timeout, values) as results,
         ):
             description = results.description
             columns = [str(d[0]) for d in description] if description else []

@@ -14,7 +14,9 @@ from sophrosyne.schema.catalog import Catalog, ForeignKey, load_bird_description
 from sophrosyne.settings import Settings
 from sophrosyne.sql.policy import Policy, Role, load_policy, restrict
 from sophrosyne.sql.policy.binding import Binding
+from sophrosyne.sql.policy.tools import DeclaredTool, check_statements
 from sophrosyne.sql.secure import Secured, SecurePath
+from sophrosyne.tools.declared import run_declared
 from sophrosyne.tools.describe_table import describe_table
 from sophrosyne.tools.execute_sql import execute_sql
 from sophrosyne.tools.explain_sql import explain_sql
@@ -102,6 +104,12 @@ class Environment:
                 f"--role {role_name} needs a policy file.", hint="Pass --policy FILE or set SOPHROSYNE_POLICY_FILE."
             )
         database = open_database(target, settings, name=name, probe=probe)
+        if policy is not None:
+            try:
+                check_statements(policy.tools, database.dialect)  # at start, even before the schema is read
+            except BaseException:
+                database.close()
+                raise
         env = cls(database, settings=settings, role=role, descriptions=descriptions)
         env.policy = policy
         if probe and policy is not None:
@@ -173,7 +181,8 @@ class Environment:
         full = self.full_catalog
         return full if self.role.unrestricted or self._admitted is None else self._admitted
 
-    # -- the tools: each is its module's function (tools/), called with this environment as `env` ---------
+    # -- the tools of tools/registry.py: each is its module's function, called with this environment as `env`;
+    # a line each, so that the Python API is typed (a test holds them to the registry) ----------------------
 
     list_sources = bounded_call(list_sources)
     list_tables = bounded_call(list_tables)
@@ -183,6 +192,14 @@ class Environment:
     execute_sql = bounded_call(execute_sql)
     explain_sql = bounded_call(explain_sql)
     search_schema = bounded_call(search_schema)
+
+    # The tools a policy file declares ([[tools]]): each runs as this role, its values bound by the driver.
+    run_declared = bounded_call(run_declared)
+
+    @property
+    def declared_tools(self) -> list[DeclaredTool]:
+        """The tools the policy file declares for this role."""
+        return self.policy.tools_of(self.role) if self.policy is not None else []
 
     @property
     def grounder(self) -> Grounder:

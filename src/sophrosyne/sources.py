@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.errors import ConfigError, UnknownSource
 from sophrosyne.settings import Settings
-from sophrosyne.tools.list_sources import SourceInfo, SourceList
+from sophrosyne.tools.list_sources import SourceInfo, SourceList, source_info
 
 if TYPE_CHECKING:
     from sophrosyne.environment import Environment
@@ -213,7 +213,7 @@ class Sources:
         infos: list[SourceInfo] = []
         asked = bool(question or knowledge) and len(views) > 1
         for name, env in views.items():
-            info = env.list_sources()[0]
+            info = source_info(env)
             info.name = name
             info.description = self.descriptions.get(name, "")
             if asked:

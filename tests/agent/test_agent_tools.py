@@ -136,7 +136,8 @@ def test_an_http_server_with_a_bearer_token(http_server: str) -> None:
 
     assert hash_token(OPS_TOKEN) in POLICY.read_text()
     names, rows = asyncio.run(run(OPS_TOKEN))
-    assert names == [t.name for t in listed]  # the model sees the server's own tools/list
+    # The model sees the server's own tools/list: the policy's declared tool for its role comes last.
+    assert names == [t.name for t in listed] + ["absences_between"]
     assert rows.rows == [["D042"]]  # the token's role filters what the agent's queries see
     with pytest.raises(ConfigError, match="could not connect to the MCP server"):
         asyncio.run(run("wrong-token"))

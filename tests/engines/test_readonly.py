@@ -197,7 +197,7 @@ def test_questions_and_knowledge_are_text_not_sql(env: Environment) -> None:
     for text in HOSTILE_TERMS + HOSTILE_NAMES:
         listing = env.list_tables(question=text, knowledge=text)
         assert {t.name for t in listing.tables} >= {"notes", "employees"}
-    assert env.list_sources()[0].tables == 6
+    assert env.list_sources().sources[0].tables == 6
 
 
 def test_nul_in_a_term_is_refused_cleanly(env: Environment) -> None:

@@ -18,6 +18,8 @@ from sophrosyne.serve.server import build_server
 
 # Issue 10: tool definitions plus server instructions within 1,200 o200k tokens.
 SURFACE_TOKENS = 1200
+# The output schemas together (issue 37), measured at 1,434: they grow only when a result model does.
+OUTPUT_SCHEMA_TOKENS = 1500
 
 
 @functools.cache
@@ -41,18 +43,26 @@ def o200k(text: str) -> int:
 
 def test_tool_definitions_and_instructions_fit_the_token_budget() -> None:
     tools, instructions = surface()
-    # Counted as sent: each definition as compact JSON (name, description, input schema, annotations).
-    total = sum(o200k(json.dumps(t, separators=(",", ":"))) for t in tools) + o200k(instructions)
+    # Counted as a model is given them: each definition as compact JSON (name, description, input schema,
+    # annotations). The output schemas are for the client's program, which validates answers with them.
+    given = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools]
+    total = sum(o200k(json.dumps(t, separators=(",", ":"))) for t in given) + o200k(instructions)
     assert total <= SURFACE_TOKENS, total
     assert len(tools) == 8
+
+
+def test_output_schemas_stay_lean() -> None:
+    tools, _ = surface()
+    text = json.dumps([t["outputSchema"] for t in tools], separators=(",", ":"))
+    assert '"title"' not in text and '"default"' not in text
+    assert o200k(text) <= OUTPUT_SCHEMA_TOKENS, o200k(text)
 
 
 def test_definitions_carry_no_schema_boilerplate() -> None:
     tools, _ = surface()
     for tool in tools:
-        text = json.dumps(tool)
-        assert '"title"' not in text and '"null"' not in text, tool["name"]
-        assert "outputSchema" not in tool, tool["name"]
+        given = json.dumps(tool["inputSchema"])
+        assert '"title"' not in given and '"null"' not in given, tool["name"]
         assert tool["description"] == tool["description"].strip() and "\n        " not in tool["description"]
 
 

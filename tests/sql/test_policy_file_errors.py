@@ -18,7 +18,7 @@ CASES: dict[str, tuple[str, str, int | None, str | None]] = {
         "foo = 1\n[roles.a]\n",
         "unknown key `foo`",
         None,
-        "expected one of: default_role, roles, tokens",
+        "expected one of: default_role, roles, tokens, tools",
     ),
     "roles_not_a_table": ("roles = 1\n", "`roles` must be a dict, not int", None, None),
     "no_role": ('default_role = "a"\n', "the policy defines no role", None, "add a [roles.NAME] table"),
@@ -54,7 +54,7 @@ CASES: dict[str, tuple[str, str, int | None, str | None]] = {
         "[roles.a]\nfoo = 1\n",
         "unknown key `roles.a.foo`",
         None,
-        "expected one of: deny, description, tables, unlisted",
+        "expected one of: deny, description, free_sql, tables, unlisted",
     ),
     "unlisted_not_a_string": ("[roles.a]\nunlisted = 1\n", "`roles.a.unlisted` must be a str, not int", None, None),
     "unlisted_neither": (

@@ -69,7 +69,7 @@ def test_list_tables_join_keys(env: Environment) -> None:
 
 
 def test_list_sources(env: Environment) -> None:
-    (source,) = env.list_sources()
+    (source,) = env.list_sources().sources
     assert source.tables == 6
     assert source.dialect == env.dialect
 
@@ -565,6 +565,16 @@ def test_group_tables_needs_same_columns_and_three_members() -> None:
     (group,) = group_tables(tables)
     assert group.pattern == "events_*"
     assert group.tables == ["events_2020_01", "events_2020_02", "events_2020_03"]
+
+
+def test_search_schema_ranks_the_columns_of_one_table(env: Environment) -> None:
+    everywhere = env.search_schema("department", k=20).hits
+    assert {h.table for h in everywhere} > {"departments"}  # the query matches columns of several tables
+    only = env.search_schema("department", k=2, table="DEPARTMENTS").hits  # names match as list_tables' do
+    assert len(only) == 2 and {h.table for h in only} == {"departments"}
+    assert [h.column for h in only] == [h.column for h in everywhere if h.table == "departments"][:2]
+    with pytest.raises(UnknownTable, match="departmens"):
+        env.search_schema("department", table="departmens")
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,10 @@ from typing import Any, Literal
 
 from sophrosyne.agent.toolbox import ToolOutput
 from sophrosyne.llm import Reply, Usage
+from sophrosyne.tools.registry import TABLE_TOOLS
 
 # `refused`: a call the model made that the solver did not pass on (unknown tool, bad arguments, ungrounded SQL).
 StepKind = Literal["tool", "model", "program", "review", "refused"]
-# Arguments of these tools name a table the agent looked at.
-TABLE_ARGUMENT_TOOLS = ("describe_table", "get_distinct_values", "find_rows")
 
 
 @dataclass
@@ -55,7 +54,7 @@ class Trace:
     def tool(self, output: ToolOutput, plan: int | None = None) -> Step:
         error = output.text.strip().splitlines()[0][:300] if output.is_error and output.text.strip() else None
         tables = []
-        if output.name in TABLE_ARGUMENT_TOOLS and isinstance(output.arguments.get("table"), str):
+        if output.name in TABLE_TOOLS and isinstance(output.arguments.get("table"), str):
             tables = [output.arguments["table"]]
         sql = next((v for k, v in output.arguments.items() if k in ("sql", "query") and isinstance(v, str)), None)
         if sql and not output.is_error:

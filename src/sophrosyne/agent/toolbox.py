@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Any
 from sophrosyne.errors import ConfigError, QueryFailed
 from sophrosyne.llm import ToolSpec
 from sophrosyne.sandbox.rows import Rows, environment_rows
+from sophrosyne.tools.registry import FOREIGN_SQL_TOOLS
 
 if TYPE_CHECKING:
     from mcp import Client
 
     from sophrosyne.environment import Environment
 
-# The SQL tool of Sophrosyne and of common MCP database servers (DBHub, the reference SQLite server, …).
-SQL_TOOLS = ("execute_sql", "read_query", "query", "run_query", "execute_query", "sql")
+# The tool that runs a query: Sophrosyne's, or that of another MCP database server.
+SQL_TOOLS = ("execute_sql", *FOREIGN_SQL_TOOLS)
 # Variables an external server never needs: the agent's own model keys.
 PRIVATE_VARIABLES = ("OPENAI_API_KEY", "SOPHROSYNE_API_KEY", "SOPHROSYNE_LLM_API_KEY")
 

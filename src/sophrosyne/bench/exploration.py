@@ -15,11 +15,12 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from sophrosyne.schema.catalog import Catalog
+from sophrosyne.tools.registry import FOREIGN_SQL_TOOLS, TABLE_TOOLS
+from sophrosyne.tools.registry import SQL_TOOLS as OUR_SQL_TOOLS
 
-# Tools whose `table` argument names the table looked at: described, sampled, searched.
-TABLE_TOOLS = ("describe_table", "get_distinct_values", "find_rows")
-# Tools whose SQL argument reads tables: queried (a FlexSQL program's `sql()` calls included).
-SQL_TOOLS = ("execute_sql", "explain_sql", "sql()", "read_query", "query", "run_query", "execute_query", "sql")
+# Tools whose SQL argument reads tables: queried (a FlexSQL program's `sql()` calls and other servers' SQL tools
+# included). Tools whose `table` argument names the table looked at are the registry's TABLE_TOOLS.
+SQL_TOOLS = (*OUR_SQL_TOOLS, "sql()", *FOREIGN_SQL_TOOLS)
 
 
 def sql_tables(sql: str | None, dialect: str | None = None) -> set[str]:

@@ -16,6 +16,7 @@ from typer.exceptions import TyperException
 
 from sophrosyne.base.data_blocks import escaped
 from sophrosyne.errors import SophrosyneError
+from sophrosyne.tools.registry import TOOLS
 
 # Output is often piped to a file: keep tables wide enough to read there.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -24,16 +25,7 @@ err_console = Console(stderr=True)
 Tick = Callable[[str, int, int], None]
 
 # Hints are written for agents, who call MCP tools; a person at the terminal runs the matching command.
-_COMMANDS = {
-    "list_sources": "sophrosyne sources",
-    "list_tables": "sophrosyne tables",
-    "describe_table": "sophrosyne describe",
-    "get_distinct_values": "sophrosyne values",
-    "find_rows": "sophrosyne find",
-    "search_schema": "sophrosyne search",
-    "execute_sql": "sophrosyne sql",
-    "explain_sql": "sophrosyne sql --explain",
-}
+_COMMANDS = {entry.name: entry.command for entry in TOOLS if entry.command}
 _TOOL_NAME = re.compile(r"\b(" + "|".join(_COMMANDS) + r")\b(\([^()]*\))?")
 
 

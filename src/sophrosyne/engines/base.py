@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +113,9 @@ class Engine:
     reads_file_names: ClassVar[bool] = True
     # Whether a row estimate of 0 may only mean "not counted yet" (InnoDB statistics).
     zero_estimate_unknown: ClassVar[bool] = False
+    # How the values of a tool declared in a policy file reach the driver, which binds them (sql/secure.py):
+    # "named" (`:name`) or "pyformat" (`%(name)s`); None where declared tools are not supported yet.
+    parameter_style: ClassVar[str | None] = None
 
     def __init__(self, name: str | None = None) -> None:
         if name is not None:
@@ -132,12 +135,22 @@ class Engine:
         yield  # pragma: no cover - makes this a generator
 
     @contextmanager
-    def reading(self, cursor: Cursor, sql: str, deadline: float) -> Iterator[Cursor]:
+    def reading(
+        self, cursor: Cursor, sql: str, deadline: float, values: Mapping[str, Any] | None = None
+    ) -> Iterator[Cursor]:
         """Run `sql` in the session of `cursor`; the cursor its rows are then read from, as few at a time as
         asked (see reading.py). By default the session's own cursor, whose driver steps the statement as rows
-        are fetched (SQLite, DuckDB). `deadline`: time.monotonic() by which the statement must be done."""
-        cursor.execute(sql)
+        are fetched (SQLite, DuckDB). `deadline`: time.monotonic() by which the statement must be done.
+        `values`: the parameters of `sql` (in `parameter_style`), which the driver binds."""
+        if values is None:
+            cursor.execute(sql)
+        else:
+            cursor.execute(sql, values)  # type: ignore[call-arg]  # a DB-API cursor's second argument
         yield cursor
+
+    def bind_value(self, value: Any) -> Any:
+        """A declared tool's value as this engine's driver binds it."""
+        return value
 
     def interrupt(self, raw: Any) -> None:
         """Stop the statement running on connection `raw` (called from another thread); by default, nothing."""

@@ -4,7 +4,7 @@ connection, estimates and plans."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ class MySQL(ServerEngine):
     """MySQL and MariaDB: one SQL dialect, two names for the statement deadline."""
 
     name = "mysql"
+    parameter_style = "pyformat"
     aliases = ("mariadb",)
     driver = "pymysql"
     replaced_drivers = ("mysqldb", "mysql", "mariadb")
@@ -77,7 +78,9 @@ class MySQL(ServerEngine):
                 cursor.close()
 
     @contextmanager
-    def reading(self, cursor: Cursor, sql: str, deadline: float) -> Iterator[Cursor]:
+    def reading(
+        self, cursor: Cursor, sql: str, deadline: float, values: Mapping[str, Any] | None = None
+    ) -> Iterator[Cursor]:
         import pymysql
         from pymysql.cursors import SSCursor
 
@@ -86,7 +89,7 @@ class MySQL(ServerEngine):
         # at a time, within the statement's deadline.
         streamed = cursor.connection.cursor(SSCursor)  # type: ignore[attr-defined]
         try:
-            streamed.execute(sql)
+            streamed.execute(sql, values)  # PyMySQL binds the values (its own escaping)
             yield streamed
         finally:
             with contextlib.suppress(pymysql.Error):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 class PostgreSQL(ServerEngine):
     name = "postgres"
+    parameter_style = "pyformat"
     aliases = ("postgresql",)
     driver = "psycopg"
     replaced_drivers = ("psycopg2", "postgresql")
@@ -74,7 +75,15 @@ class PostgreSQL(ServerEngine):
             raw.rollback()
 
     @contextmanager
-    def reading(self, cursor: Cursor, sql: str, deadline: float) -> Iterator[Cursor]:
+    def reading(
+        self, cursor: Cursor, sql: str, deadline: float, values: Mapping[str, Any] | None = None
+    ) -> Iterator[Cursor]:
+        if values is not None:
+            # psycopg binds the values client-side (its own quoting, for this connection's encoding): the
+            # statement then travels with the session's settings and the DECLARE below, in one message.
+            import psycopg
+
+            sql = psycopg.ClientCursor(cursor.connection).mogrify(sql, values)  # type: ignore[attr-defined]
         # psycopg reads a whole result into memory before the first row is fetched: a server-side cursor
         # (DECLARE, then FETCH a few rows at a time) hands rows over as they are asked for. DECLARE takes a
         # query only: a plan (EXPLAIN) is read as before. The cursor ends with the session's transaction.

@@ -11,7 +11,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -61,7 +61,9 @@ class Spark(ServerEngine):
         yield _Polled(connection, timeout_s)
 
     @contextmanager
-    def reading(self, cursor: Cursor, sql: str, deadline: float) -> Iterator[Cursor]:
+    def reading(
+        self, cursor: Cursor, sql: str, deadline: float, values: Mapping[str, Any] | None = None
+    ) -> Iterator[Cursor]:
         assert isinstance(cursor, _Polled)
         cursor.run(sql, deadline)
         yield cursor

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 import sqlite3
@@ -23,6 +24,7 @@ LONGEST_VALUE_BYTES = 64 << 20
 
 class SQLite(FileEngine):
     name = "sqlite"
+    parameter_style = "named"
     file_suffixes = (".sqlite", ".sqlite3", ".db")
     driver = "sqlite3"
     default_schema = "main"
@@ -38,6 +40,10 @@ class SQLite(FileEngine):
     # The rewrite pins a role's tables as main.<table>: the schema is skipped.
     full_scan = re.compile(r"(?:^|\s)SCAN (?:TABLE )?(?:main\.)?\"?(\w+)")
     like_ignores_ascii_case = True
+
+    def bind_value(self, value: Any) -> Any:
+        # sqlite3's own date adapter is deprecated; dates are stored as ISO text, compared as such.
+        return value.isoformat() if isinstance(value, dt.date) else value
 
     def connect(self, path: Path) -> Any:
         # mode=ro makes SQLite itself refuse writes; query_only is a second lock on the same door.

@@ -7,18 +7,24 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import Tool as MCPTool
+from pydantic import BaseModel
 
 
 class LeanServer(MCPServer):
     """An MCPServer whose tool definitions carry no schema boilerplate (titles, `anyOf` with null, null
-    defaults): every client pays for the definitions in tokens before its first call."""
+    defaults): every client pays for the definitions in tokens before its first call. `output_schemas` are the
+    tools' output schemas by name (the tools build their own results, so the SDK derives none)."""
+
+    output_schemas: dict[str, dict[str, Any]] | None = None
 
     async def list_tools(self) -> list[MCPTool]:
+        schemas = self.output_schemas or {}
         return [
             tool.model_copy(
                 update={
                     "description": inspect.cleandoc(tool.description or ""),
                     "input_schema": lean_schema(tool.input_schema),
+                    "output_schema": schemas.get(tool.name, tool.output_schema),
                 }
             )
             for tool in await super().list_tools()
@@ -39,3 +45,40 @@ def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if schema.get("required"):
         lean["required"] = schema["required"]
     return lean
+
+
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a result as it is sent (`model_dump(mode="json")`), what a client validates structured
+    content against, without what validation does not read: titles, defaults, items that may be anything, and
+    `anyOf` for a value that may be null (a list of types instead)."""
+    lean: dict[str, Any] = _lean_output(model.model_json_schema(mode="serialization"))
+    return lean
+
+
+def _lean_output(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_lean_output(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("title", "default"):
+            continue
+        if key in ("properties", "$defs"):  # names, each of a schema: a property named `title` is kept
+            kept[key] = {name: _lean_output(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMAS:
+            kept[key] = _lean_output(value)
+        else:
+            kept[key] = value  # a value (an enum, a description), not a schema
+    if kept.get("items") == {}:
+        # Items of any value: the same schema without it, and a validator no longer visits every cell.
+        del kept["items"]
+    options = kept.get("anyOf")
+    if options is not None and all(set(o) == {"type"} and isinstance(o["type"], str) for o in options):
+        del kept["anyOf"]
+        kept = {"type": [o["type"] for o in options], **kept}
+    return kept
+
+
+# The keywords whose values are schemas (or lists of them).
+_SUBSCHEMAS = {"items", "prefixItems", "anyOf", "allOf", "oneOf", "not", "additionalProperties"}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from sqlglot import exp
@@ -10,7 +11,7 @@ from sqlglot import exp
 from sophrosyne.audit import note_statement
 from sophrosyne.database import Database, QueryResult
 from sophrosyne.engines import Engine
-from sophrosyne.errors import InvalidArgument, QueryFailed
+from sophrosyne.errors import ConfigError, InvalidArgument, QueryFailed
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.settings import Settings
 from sophrosyne.sql import guard
@@ -22,6 +23,8 @@ from sophrosyne.sql.shape import ShapeLimits
 # Parsing is not linear in the text (a megabyte of quoted strings takes minutes), and cannot be stopped
 # midway: a statement past this length is refused before it is read.
 MAX_SQL_CHARS = 100_000
+# A placeholder as written before the driver's style is chosen: a character no statement holds around its name.
+_MARK = re.compile("\x00([a-z][a-z0-9_]*)\x00")
 # The tools' own statements kept checked per role (a describe of each table of a large schema stays under it).
 CHECKED_KEPT = 4096
 
@@ -66,10 +69,19 @@ class SecurePath:
     def engine(self) -> Engine:
         return self.db.engine
 
-    def run(self, sql: str, *, limit: int, timeout_s: float | None = None, explain: bool = False) -> Secured:
+    def run(
+        self,
+        sql: str,
+        *,
+        limit: int,
+        timeout_s: float | None = None,
+        explain: bool = False,
+        values: Mapping[str, Any] | None = None,
+    ) -> Secured:
         """Guard, then the role's rewrite, then a read-only session.
 
-        With `explain`, the engine plans the rewritten statement instead of running it.
+        With `explain`, the engine plans the rewritten statement instead of running it. `values`: the `:name`
+        parameters of a declared tool's statement, which the driver binds; never written into the text.
         """
         if len(sql) > MAX_SQL_CHARS:
             raise InvalidArgument(
@@ -88,9 +100,12 @@ class SecurePath:
         # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
         executed = guard.render(rewritten, dialect, copy=rewritten is expression)
         guard.check_sent(executed, self.engine.name)
+        bound = None
+        if values is not None:
+            executed, bound = self._parameters(rewritten, values)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
         try:
-            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=fenced)
+            result = self.db.run(sent, limit=limit, timeout_s=timeout_s, fenced=fenced, values=bound)
         except QueryFailed as exc:
             raise explain_error(exc, expression, self._catalog(), self.db.name) from None
         if explain:
@@ -103,6 +118,23 @@ class SecurePath:
             result = QueryResult(columns or result.columns, kept, result.truncated, result.elapsed_ms, result.cut)
         note_statement(sql, executed, len(result.rows))
         return Secured(result, executed, expression)
+
+    def _parameters(self, tree: exp.Expression, values: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The statement with its placeholders in the driver's style, and the values the driver binds: each
+        placeholder is written by us from its name, a value only ever goes to the driver."""
+        style = self.engine.parameter_style
+        if style is None:
+            raise ConfigError(f"tools declared in a policy file do not run on {self.engine.name} yet.")
+        names = {node.this for node in tree.find_all(exp.Placeholder)}
+        if names != set(values):
+            raise InvalidArgument("the statement's parameters and the values given differ.")
+        marked = tree.transform(
+            lambda node: exp.var(f"\x00{node.this}\x00") if isinstance(node, exp.Placeholder) else node
+        ).sql(dialect=self.dialect)
+        if style == "pyformat":
+            marked = marked.replace("%", "%%")  # a literal percent sign, not a placeholder
+        text = _MARK.sub(lambda m: f"%({m.group(1)})s" if style == "pyformat" else f":{m.group(1)}", marked)
+        return text, {name: self.engine.bind_value(value) for name, value in values.items()}
 
     def query(self, sql: str, *, limit: int, timeout_s: float | None = None) -> QueryResult:
         """The rows of a statement read through the path (the SQL the tools build themselves). A statement

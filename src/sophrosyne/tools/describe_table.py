@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 
@@ -110,10 +110,16 @@ class Describer(Context, Protocol):
     def moderator(self) -> Guide: ...
 
 
-def describe_table(env: Describer, table: str, offset: int | None = None) -> TableDescription:
-    """Columns with type, keys, description, null share and real sample values; foreign keys both ways.
+def describe_table(
+    env: Describer,
+    table: Annotated[str, Field(description="Table name.")],
+    offset: Annotated[int | None, Field(description="Skip this many (next page).")] = None,
+) -> TableDescription:
+    """Columns with type, keys, description, null share and sample values; foreign keys both ways.
 
-    A table too wide for the token budget is shown in pages of columns (`offset` for the next page)."""
+    Example: describe_table(table="employees")
+    """
+    # A table too wide for the token budget is shown in pages of columns (`offset` for the next page).
     t = table_named(env.catalog, table, env.name)
     start = offset or 0
     if start < 0:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 from sqlglot import exp
 
+from sophrosyne.errors import AccessDenied
 from sophrosyne.sql.hints import query_hints
+from sophrosyne.sql.secure import Secured
 from sophrosyne.tools.arguments import count
 from sophrosyne.tools.base import Context, Result, Screen, cell, cut_note, fit_rows, join_notes, table_lines
 from sophrosyne.tools.budget import cut_lists, fit, fits
@@ -80,11 +82,35 @@ class QueryOutput(Result):
         screen.notes(f"{self.row_count} rows{more} in {self.elapsed_ms:.0f} ms", self.reminder, self.cut)
 
 
-def execute_sql(env: Context, sql: str, limit: int | None = None) -> QueryOutput:
-    """Run one read-only statement; rows capped, with the SQL as executed."""
+def execute_sql(
+    env: Context,
+    sql: Annotated[str, Field(description="One read-only SELECT or WITH statement.")],
+    limit: Annotated[int | None, Field(description="Most rows (capped by the server).")] = None,
+) -> QueryOutput:
+    """Run one read-only statement: rows (capped), columns and the SQL as executed; refusals say why.
+
+    Example: execute_sql(sql="SELECT COUNT(*) FROM employees")
+    """
     settings, secure = env.settings, env.secure
+    own_sql_allowed(env)
     cap, capped = count(limit, "limit", settings.limits.row_cap, settings.limits.row_cap, "row_cap")
-    result, executed, expression = secure.run(sql, limit=cap)
+    return rows_of(env, secure.run(sql, limit=cap), capped)
+
+
+def own_sql_allowed(env: Context) -> None:
+    """AccessDenied for a role limited to the tools its policy declares (`free_sql = false`)."""
+    role = env.secure.role
+    if not role.free_sql:
+        raise AccessDenied(
+            f"role `{role.name}` runs only the tools its policy declares for it, not statements of its own.",
+            hint="Call one of those tools (tools/list names them).",
+        )
+
+
+def rows_of(env: Context, secured: Secured, capped: str | None = None) -> QueryOutput:
+    """The answer of a statement run down the secured path: its rows cut to the budget, the SQL as executed."""
+    settings, secure = env.settings, env.secure
+    result, executed, expression = secured
     read = [ref.name for ref in expression.find_all(exp.Table)]
     rows = [[cell(v, settings.limits.value_chars) for v in r] for r in result.rows]
     shown, cut_by_budget = fit_rows(result.columns, rows, settings.limits.token_budget)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from sqlglot import exp
 
 from sophrosyne.base import deadline
@@ -87,14 +88,18 @@ def _rows_within(columns: list[str], rows: list[list[Any]], budget: int) -> int:
 
 def find_rows(
     env: Context,
-    term: str,
-    table: str | None = None,
-    columns: list[str] | None = None,
-    limit: int | None = None,
-    views: bool = False,
+    term: Annotated[str, Field(description="Text to look for (case-insensitive).")],
+    table: Annotated[str | None, Field(description="Only this table.")] = None,
+    columns: Annotated[list[str] | None, Field(description="Only these columns.")] = None,
+    limit: Annotated[int | None, Field(description="Most rows per table (default 20).")] = None,
+    views: Annotated[bool, Field(description="Views too.")] = False,
 ) -> FoundRows:
-    """Rows where `term` occurs (case-insensitive substring) in text columns, table by table; with `views`,
-    the views the role may read are searched too (a view repeats its tables' rows, so not by default)."""
+    """Rows whose text columns contain a term, across tables: where a value lives.
+
+    Example: find_rows(term="Field Operations")
+    """
+    # A case-insensitive substring, table by table; with `views`, the views the role may read are searched too
+    # (a view repeats its tables' rows, so not by default)."""
     if not term.strip():
         raise InvalidArgument("find_rows needs a non-empty term.", hint="Pass the word or value to look for.")
     not_too_long(term, "term")

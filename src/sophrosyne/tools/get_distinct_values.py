@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import Counter
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 from sqlglot import exp
@@ -85,10 +85,18 @@ class Grounded(Context, Protocol):
 
 
 def get_distinct_values(
-    env: Grounded, table: str, column: str, search: str | None = None, limit: int | None = None
+    env: Grounded,
+    table: Annotated[str, Field(description="Table name.")],
+    column: Annotated[str, Field(description="Column name.")],
+    search: Annotated[str | None, Field(description="Text to look for (exact, then fuzzy).")] = None,
+    limit: Annotated[int | None, Field(description="Most values (default 50).")] = None,
 ) -> DistinctValues:
-    """Distinct values with counts; with `search`, an exact match (case and spaces aside) alone, else values
-    holding it, then fuzzy neighbours, each with its match kind."""
+    """Distinct values of a column with counts: ground a filter value before writing SQL.
+
+    Example: get_distinct_values(table="departments", column="dept_name", search="operations")
+    """
+    # With `search`, an exact match (case and spaces aside) alone, else values holding it, then fuzzy
+    # neighbours, each with its match kind."""
     t = table_named(env.catalog, table, env.name)
     c = column_named(t, column)
     if search is not None:

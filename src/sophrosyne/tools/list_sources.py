@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
 from sophrosyne.base.data_blocks import close_data, open_data
 from sophrosyne.tools.base import Context, Result
 
@@ -41,9 +45,25 @@ class SourceList(Result):
         return lines
 
 
-def list_sources(env: Context) -> list[SourceInfo]:
-    """One database as list_sources shows it (sources.py names, describes and ranks several)."""
-    return [SourceInfo(name=env.name, dialect=env.dialect, tables=len(env.catalog.tables), url=env.url)]
+def list_sources(
+    env: Context,
+    question: Annotated[
+        str | None, Field(description="The user's question: sources likely irrelevant are named.")
+    ] = None,
+    knowledge: Annotated[str | None, Field(description="Evidence for the question.")] = None,
+) -> SourceList:
+    """The databases served, with dialect, table count and description.
+
+    Example: list_sources(question="Which heroes have blue eyes?")
+    """
+    # One database alone; a server of several names, describes and ranks them (Sources.list_sources), each
+    # with its `source_info`.
+    return SourceList(sources=[source_info(env)])
+
+
+def source_info(env: Context) -> SourceInfo:
+    """One database as list_sources shows it."""
+    return SourceInfo(name=env.name, dialect=env.dialect, tables=len(env.catalog.tables), url=env.url)
 
 
 def _source_line(r: SourceInfo) -> str:

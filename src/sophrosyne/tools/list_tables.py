@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Annotated, Protocol
 
 from pydantic import Field
 
@@ -132,15 +132,17 @@ class Lister(Context, Protocol):
 
 def list_tables(
     env: Lister,
-    question: str | None = None,
-    knowledge: str | None = None,
-    pattern: str | None = None,
-    offset: int | None = None,
+    question: Annotated[str | None, Field(description="The user's question, for directives.")] = None,
+    knowledge: Annotated[str | None, Field(description="Evidence for the question.")] = None,
+    pattern: Annotated[str | None, Field(description="Glob (sales_*) or part of a name.")] = None,
+    offset: Annotated[int | None, Field(description="Skip this many (next page).")] = None,
 ) -> TableList:
-    """Tables with a one-line description, row estimate and join keys; same-shape groups shown once.
+    """Call first. Tables with description, row estimate and join keys; with a question, the tables
+    likely irrelevant to it. Paged: the note gives the next offset.
 
-    On a large schema the listing is paged to fit the token budget (`offset` for the next page, `pattern`
-    to filter names: a glob such as `sales_*` or a part of a name); with a question, directives too."""
+    Example: list_tables(question="How many employees were absent last month?")
+    """
+    # Same-shape groups are shown once; a large schema is paged to fit the token budget.
     catalog = env.catalog
     settings = env.settings
     budget = settings.limits.token_budget

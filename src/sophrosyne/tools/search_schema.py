@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Annotated, Protocol
+
+from pydantic import Field
 
 from sophrosyne.base.data_blocks import close_data, open_data
 from sophrosyne.base.text import shorten
 from sophrosyne.errors import InvalidArgument
+from sophrosyne.sql.lookup import table_named
 from sophrosyne.tools.arguments import MAX_HITS, count
 from sophrosyne.tools.base import Context, Result, Screen
 from sophrosyne.tools.budget import cut_lists, fit
@@ -62,11 +65,28 @@ class Searcher(Context, Protocol):
     def moderator(self) -> Guide: ...
 
 
-def search_schema(env: Searcher, query: str, k: int | None = 10) -> SchemaHits:
-    """The columns best matching `query` (BM25 and embeddings over names and descriptions, fused)."""
+def search_schema(
+    env: Searcher,
+    query: Annotated[str, Field(description="What the column holds.")],
+    k: Annotated[int, Field(description="How many columns.")] = 10,
+    table: Annotated[str | None, Field(description="Only this table.")] = None,
+) -> SchemaHits:
+    """Columns matching a description (keyword and semantic search).
+
+    Example: search_schema(query="absence date")
+    """
+    # BM25 and embeddings over names and descriptions, fused; with `table`, that table's columns ranked (a wide
+    # table's column found without reading all of it). Every word above is paid on every connection.
     if not query.strip():
         raise InvalidArgument("search_schema needs a query.", hint="Describe the column, e.g. 'date of absence'.")
     k, capped = count(k, "k", 10, MAX_HITS)
     text = shorten(query, env.settings.limits.question_chars, at_word=True)
-    hits = SchemaHits(query=query, hits=env.moderator.search(text, k), note=capped)
+    if table is None:
+        found = env.moderator.search(text, k)
+    else:
+        only = table_named(env.catalog, table, env.name).name
+        # Every column ranked, then the table's kept: its columns may all rank below other tables' best.
+        every = sum(len(t.columns) for t in env.catalog.tables.values())
+        found = [hit for hit in env.moderator.search(text, every) if hit.table == only][:k]
+    hits = SchemaHits(query=query, hits=found, note=capped)
     return fit(hits, env.settings.limits.token_budget)

@@ -16,9 +16,10 @@ from sophrosyne.schema.catalog import Catalog
 from sophrosyne.sql.policy.names import check_names, closest
 from sophrosyne.sql.policy.roles import Role, TableRule
 from sophrosyne.sql.policy.row_filter import parse_row_filter
+from sophrosyne.sql.policy.tools import DeclaredTool, check_tools, parse_tools
 
-_TOP_KEYS = {"default_role", "roles", "tokens"}
-_ROLE_KEYS = {"description", "deny", "unlisted", "tables"}
+_TOP_KEYS = {"default_role", "roles", "tokens", "tools"}
+_ROLE_KEYS = {"description", "deny", "unlisted", "tables", "free_sql"}
 _TABLE_KEYS = {"row_filter", "columns", "hidden"}
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -31,6 +32,7 @@ class Policy:
     default_role_name: str
     token_hashes: dict[str, str] = field(default_factory=dict)  # sha256 hex -> role name
     lines: TomlLines | None = None  # where each key is written, for errors that name the line
+    tools: list[DeclaredTool] = field(default_factory=list)  # the [[tools]] of the file (policy/tools.py)
 
     def where(self, *keys: str, value: str | None = None) -> str:
         """`file:line` of a key (or of a value in it), to begin an error with; empty without a file."""
@@ -60,6 +62,11 @@ class Policy:
         """ConfigError, with the file and the line, when the policy names a table, column or role that the
         database does not have: a misspelt name must not leave the table it meant unguarded."""
         check_names(self.roles.values(), self.where, catalog)
+        check_tools(self.tools, self.roles, catalog)
+
+    def tools_of(self, role: Role) -> list[DeclaredTool]:
+        """The declared tools `role` gets."""
+        return [tool for tool in self.tools if role.name in tool.roles]
 
 
 def hash_token(token: str) -> str:
@@ -112,7 +119,16 @@ def parse_policy(data: dict[str, Any], lines: TomlLines | None = None) -> Policy
             at = f"{lines.where('tokens', digest)}: " if lines else ""
             raise ConfigError(f"{at}tokens: a token maps to unknown role `{role}`", hint=_roles_hint(role, roles))
         tokens[digest] = role
-    return Policy(roles=roles, default_role_name=default, token_hashes=tokens, lines=lines)
+    tools = parse_tools(data.get("tools", []), roles, _entries(lines, "tools"))
+    return Policy(roles=roles, default_role_name=default, token_hashes=tokens, lines=lines, tools=tools)
+
+
+def _entries(lines: TomlLines | None, name: str) -> list[str]:
+    """`file:line` of each `[[name]]` header of the file, in order."""
+    if lines is None:
+        return []
+    header = re.compile(rf"^\s*\[\[\s*{re.escape(name)}\s*\]\]")
+    return [f"{lines.path}:{number}" for number, line in enumerate(lines.lines, 1) if header.match(line)]
 
 
 def _roles_hint(name: str, roles: dict[str, Role]) -> str:
@@ -141,7 +157,8 @@ def _parse_role(name: str, body: dict[str, Any]) -> Role:
     if both:
         raise ConfigError(f"{where}: `{both[0]}` is both denied and given a rule", hint="keep one of the two")
     description = _typed(body.get("description", ""), str, f"{where}.description")
-    return Role(name, tables, denied, unlisted_allowed=unlisted == "allow", description=description)
+    free_sql = _typed(body.get("free_sql", True), bool, f"{where}.free_sql")
+    return Role(name, tables, denied, unlisted_allowed=unlisted == "allow", description=description, free_sql=free_sql)
 
 
 def _only_keys(data: dict[str, Any], allowed: set[str], where: str) -> None:

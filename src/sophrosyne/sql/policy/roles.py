@@ -39,6 +39,9 @@ class Role:
     denied: list[str] = field(default_factory=list)
     unlisted_allowed: bool = True
     description: str = ""
+    # False: the role runs the tools its policy declares for it, never a statement of its own (execute_sql,
+    # explain_sql, run_python refuse it).
+    free_sql: bool = True
 
     @property
     def unrestricted(self) -> bool:

@@ -1,0 +1,71 @@
+"""Every tool declares an output schema, and its structured content validates against it (issue 37), checked over
+stdio with the SDK's own client, for every tool the registry lists and run_python."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from jsonschema.validators import validator_for
+
+from fixtures.serving import Session, connected, stdio_params
+from sophrosyne.tools.registry import NAMES
+
+# One call per tool, with the arguments that fill most of its result (a question, a search, a program).
+CALLS: dict[str, dict[str, Any]] = {
+    "list_sources": {"question": "How many employees were absent?"},
+    "list_tables": {"question": "How many employees were absent in November?"},
+    "describe_table": {"table": "employees"},
+    "get_distinct_values": {"table": "departments", "column": "dept_name", "search": "operations"},
+    "find_rows": {"term": "Operations", "columns": ["dept_name"], "limit": 2},
+    "search_schema": {"query": "date of an absence", "k": 3},
+    "execute_sql": {"sql": "SELECT dept_code, dept_name, NULL AS missing FROM departments", "limit": 2},
+    "explain_sql": {"sql": "SELECT * FROM employees WHERE employee_id = 3"},
+    "run_python": {"code": "df = sql('SELECT dept_name FROM departments')\nprint(len(df))\nresult = df.head(2)"},
+}
+
+
+@pytest.fixture(scope="module")
+def session() -> Iterator[Session]:
+    with connected(stdio_params("demo", "--allow-python", env={"SOPHROSYNE_SCHEMA_CHECK_S": "0"})) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def schemas(session: Session) -> dict[str, dict[str, Any]]:
+    listed = session.portal.call(session.client.list_tools).tools
+    return {tool.name: tool.output_schema for tool in listed}
+
+
+def test_every_tool_of_the_registry_and_run_python_declares_a_valid_output_schema(
+    schemas: dict[str, dict[str, Any]],
+) -> None:
+    assert set(schemas) == {*NAMES, "run_python"} == set(CALLS)
+    for name, schema in schemas.items():
+        assert schema is not None, name
+        validator_for(schema).check_schema(schema)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_structured_content_validates_against_the_output_schema(
+    session: Session, schemas: dict[str, dict[str, Any]], name: str
+) -> None:
+    # The SDK's client already refuses structured content that does not match; checked here in full as well.
+    result = session.call(name, CALLS[name])
+    assert not result.is_error, result.content
+    content = result.structured_content
+    assert isinstance(content, dict) and content
+    errors = list(Draft202012Validator(schemas[name]).iter_errors(content))
+    assert not errors, [e.message for e in errors]
+    # Every declared field is sent: a schema that lists fields no answer has would validate nothing.
+    assert set(content) == set(schemas[name]["properties"]), name
+
+
+def test_list_tables_structured_content_holds_the_tables_and_the_directives(session: Session) -> None:
+    content = session.call("list_tables", CALLS["list_tables"]).structured_content or {}
+    names = {t["name"] for t in content["tables"]}
+    assert {"employees", "absence_records", "departments"} <= names
+    assert content["total"] >= len(names)
+    assert content["directives"] and all(d["table"] in names for d in content["directives"])
