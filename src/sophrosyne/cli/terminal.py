@@ -65,6 +65,11 @@ def reported() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
+def say(line: str) -> None:
+    """One line of what a command is waiting for, on stderr (the model client's `on_wait`)."""
+    err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
 def shorten_line(text: str, limit: int = 1000) -> str:
     """The first line of `text`, at most `limit` characters."""
     first = text.strip().splitlines()[0] if text.strip() else ""
