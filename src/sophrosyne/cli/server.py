@@ -143,6 +143,9 @@ def serve(
                 allow_python=allow_python,
                 on_bound=tell_clients,
             )
+            from sophrosyne.serve.handshake import leave_now
+
+            leave_now()  # the client has gone (or SIGTERM's calls have finished): nothing is left to free
 
 
 def print_client_configuration(client: str, launch: Launch, *, serving: bool = False) -> None:
