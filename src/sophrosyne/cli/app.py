@@ -64,7 +64,3 @@ app.command()(tasks.ask)
 app.command()(tasks.demo)
 app.command("index")(tasks.index)
 app.add_typer(bench_app, name="bench")
-
-
-def main() -> None:  # pragma: no cover - console entry for `python -m sophrosyne`
-    app()
