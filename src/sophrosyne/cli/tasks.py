@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from sophrosyne.base.text import counted
 from sophrosyne.cli.targets import (
     ConfigOption,
     DescriptionsOption,
@@ -158,7 +159,7 @@ def index(
                 indexed=lambda catalog: fold_units(catalog).catalog,
             )
         console.print(
-            f"indexed {report.columns} columns of {report.tables} tables"
-            + (f" and {report.values} distinct values" if report.values is not None else "")
+            f"indexed {counted(report.columns, 'column')} of {counted(report.tables, 'table')}"
+            + (f" and {counted(report.values, 'distinct value')}" if report.values is not None else "")
             + f" in {report.seconds:.2f} s -> {escape(str(report.folder))}"
         )

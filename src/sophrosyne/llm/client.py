@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from sophrosyne.base.text import counted
 from sophrosyne.errors import ModelError, ModelNotConfigured
 from sophrosyne.llm.conversation import Conversation, Reply, ToolCall, ToolSpec
 from sophrosyne.llm.json_calls import calls_from_json
@@ -292,7 +293,7 @@ class ModelClient:
             ) from None
         if retry >= self.settings.agent.call_retries:
             raise ModelError(
-                f"the model endpoint {self._endpoint} kept failing after {retry} retries "
+                f"the model endpoint {self._endpoint} kept failing after {counted(retry, 'retry')} "
                 f"({status or type(exc).__name__}: {message}).",
                 hint="Check the endpoint, or wait and try again.",
             ) from None
