@@ -14,12 +14,14 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
+from starlette.routing import Route
 
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
 from sophrosyne.serve.calls import Calls
 from sophrosyne.serve.changes import SchemaChanges
 from sophrosyne.serve.connections import ACCEPT_BACKLOG, ConnectionLimits, GuardedH11Protocol, raise_descriptor_limit
+from sophrosyne.serve.front import StreamsOnlyWhenAsked, front_page
 from sophrosyne.serve.handshake import EarlyStdio
 from sophrosyne.serve.health import SourceWatch
 from sophrosyne.serve.server import build_server
@@ -150,7 +152,10 @@ def http_asgi(server: MCPServer, host: str) -> Starlette:
     """Stateless streamable HTTP: each request stands alone, so any worker serves it. Answers are event
     streams, so a client that gives up closes its stream and the call stops (see keep_streams_on_exit)."""
     keep_streams_on_exit()
-    return server.streamable_http_app(stateless_http=True, host=host)
+    app = server.streamable_http_app(stateless_http=True, host=host)
+    app.router.routes.insert(0, Route("/", front_page, methods=["GET"]))
+    app.add_middleware(StreamsOnlyWhenAsked)
+    return app
 
 
 async def serve_stdio(server: MCPServer, calls: Calls, drain_s: float, early: EarlyStdio | None = None) -> None:
