@@ -192,6 +192,16 @@ def _stdio_entry(launch: Launch, reference: Callable[[str], str]) -> dict[str, o
     return {"command": launch.command[0], "args": launch.command[1:], "env": env}
 
 
+def _typed_entry(launch: Launch, reference: Callable[[str], str]) -> dict[str, object]:
+    """An entry with its `type` (`stdio`, or `http` with the token's header), as Claude Code and VS Code read it."""
+    if launch.url is None:
+        return {"type": "stdio", **_stdio_entry(launch, reference)}
+    entry: dict[str, object] = {"type": "http", "url": launch.url}
+    if launch.secrets:
+        entry["headers"] = _headers(launch, reference)
+    return entry
+
+
 def _headers(launch: Launch, reference: Callable[[str], str]) -> dict[str, str]:
     return {"Authorization": f"Bearer {reference(TOKEN_VARIABLE)}"} if launch.secrets else {}
 
@@ -210,12 +220,7 @@ def claude_code(launch: Launch) -> Snippet:
     def reference(name: str) -> str:
         return f"${{{name}}}"
 
-    if launch.url is None:
-        entry: dict[str, object] = {"type": "stdio", **_stdio_entry(launch, reference)}
-    else:
-        entry = {"type": "http", "url": launch.url}
-        if launch.secrets:
-            entry["headers"] = _headers(launch, reference)
+    entry = _typed_entry(launch, reference)
     text = json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2)
     return Snippet(text, "`.mcp.json` at the root of your project (Claude Code)", _set(launch))
 
@@ -274,12 +279,7 @@ def vscode(launch: Launch) -> Snippet:
         {"type": "promptString", "id": _input_id(s.variable), "description": f"Sophrosyne: {s.about}", "password": True}
         for s in launch.secrets
     ]
-    if launch.url is None:
-        entry: dict[str, object] = {"type": "stdio", **_stdio_entry(launch, reference)}
-    else:
-        entry = {"type": "http", "url": launch.url}
-        if launch.secrets:
-            entry["headers"] = _headers(launch, reference)
+    entry = _typed_entry(launch, reference)
     config: dict[str, object] = {"servers": {SERVER_NAME: entry}}
     if inputs:
         config = {"inputs": inputs, **config}
