@@ -205,3 +205,24 @@ def test_a_busy_port_is_one_line_with_a_hint_and_no_configuration() -> None:
     assert f"error: port {port} on 127.0.0.1 is in use by another program." in done.stderr
     assert "hint: Pass another --port" in done.stderr
     assert "Errno" not in done.stderr and "mcpServers" not in done.stderr  # nothing to paste for a server not running
+
+
+def test_serve_prints_the_database_of_its_environment_without_the_password() -> None:
+    # Issue 37, items 1-2: the database given in SOPHROSYNE_DATABASE reaches the printed configuration (through
+    # env), and its password does not (it was printed in clear); a client gone at once still had it said.
+    env = {**os.environ, "SOPHROSYNE_DATABASE": "postgresql://postgres:S3cret@127.0.0.1:1/test"}
+    done = subprocess.run(
+        [sys.executable, "-m", "sophrosyne", "serve"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "S3cret" not in done.stdout + done.stderr
+    printed = json.loads(done.stderr[done.stderr.index("{") : done.stderr.rindex("}") + 1])
+    assert printed["mcpServers"]["sophrosyne"]["env"] == {
+        "SOPHROSYNE_DATABASE": "postgresql://postgres@127.0.0.1:1/test",
+        "SOPHROSYNE_DATABASE_PASSWORD": "${SOPHROSYNE_DATABASE_PASSWORD}",
+    }

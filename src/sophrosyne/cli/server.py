@@ -102,9 +102,6 @@ def serve(
                 env.warm()
             else:
                 env.start_reading()
-        from sophrosyne.serve.run import serve as run_server
-        from sophrosyne.serve.run import serve_workers
-
         if allow_python:
             from sophrosyne.sandbox.executor import check_sandbox
 
@@ -127,12 +124,16 @@ def serve(
                 )
             print_client_configuration("claude-code", launch, serving=True)
 
+        if early is not None:
+            tell_clients()  # before the SDK's import: a client that left at once still had it said
+            early.told()
+        from sophrosyne.serve.run import serve as run_server
+        from sophrosyne.serve.run import serve_workers
+
         if workers > 1:
             opened.close()
             serve_workers(spec, workers, on_bound=tell_clients)
         else:
-            if not http:
-                tell_clients()
             run_server(
                 opened,
                 http=http,

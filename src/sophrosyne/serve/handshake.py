@@ -22,6 +22,7 @@ _HANDSHAKES = ("initialize", "server/discover")
 _EARLY = (*_HANDSHAKES, "tools/list")
 _VERSION_META = "io.modelcontextprotocol/protocolVersion"
 PARENT_CHECK_S = 0.5  # how often a stdio server looks whether the client that started it is still there
+TOLD_WAIT_S = 10.0  # longest a server whose client left during start-up waits to have said what it serves
 
 
 def leave_now(code: int = 0) -> NoReturn:
@@ -69,6 +70,7 @@ class EarlyStdio:
         self._version: object = None  # the protocol version of the handshake
         self._lock = threading.Lock()
         self._needs_sdk = False  # a message came that only the SDK answers (a tool call, say)
+        self._told = threading.Event()  # the server has said on stderr what it serves
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._wake: Callable[[], object] | None = None  # tells the SDK's reader a line came (set by _Lines)
         # The wire moves to private descriptors; fd 1 then points at stderr, so that stray output of any
@@ -87,8 +89,16 @@ class EarlyStdio:
                 self._needs_sdk = True
             self._put(line)
         if self._wake is None and not self._needs_sdk:
-            leave_now()  # the client left before the SDK ran, and nothing it asked waits for an answer
+            # The client left before the SDK ran, and nothing it asked waits for an answer: once the server has
+            # said what it serves (a person trying `serve < /dev/null` reads it), it goes without loading the SDK.
+            self._told.wait(TOLD_WAIT_S)
+            if self._wake is None:
+                leave_now()
         self._put(None)
+
+    def told(self) -> None:
+        """The server has printed what it serves and its client configuration."""
+        self._told.set()
 
     def _watch_parent(self, parent: int) -> None:
         """A client killed outright may leave stdin open (a grandparent holds it): its server goes too."""
