@@ -201,3 +201,36 @@ def _eventually(check: object, seconds: float = 60) -> bool:
             pass
         time.sleep(0.1)
     return False
+
+
+CLIENT_HEADINGS = {
+    "Claude Code": "claude-code",
+    "Claude Desktop": "claude-desktop",
+    "Cursor": "cursor",
+    "VS Code": "vscode",
+    "OpenCode": "opencode",
+    "goose": "goose",
+}
+
+
+def test_each_clients_block_is_what_config_prints_for_it() -> None:
+    import dataclasses
+
+    import yaml
+
+    from sophrosyne.serve.client_config import CLIENTS, snippet_for, stdio_launch
+
+    connect = README[README.index("## Connect your agent") : README.index("## Point it at your database")]
+    blocks = dict(re.findall(r"^\*\*([^*]+)\*\* \(.*?\)\n\n```(?:json|yaml)\n(.*?)```", connect, re.M | re.S))
+    assert set(CLIENT_HEADINGS) <= set(blocks) and set(CLIENT_HEADINGS.values()) == set(CLIENTS)
+    # What `sophrosyne config --client NAME postgresql://agent@db.internal/shop` prints with the password
+    # exported, for an install in /home/you/sophrosyne (the README's placeholders).
+    launch = stdio_launch(
+        "postgresql://agent@db.internal/shop", environ={"SOPHROSYNE_DATABASE_PASSWORD": "secret"}, argv0="/none"
+    )
+    launch = dataclasses.replace(launch, command=["/home/you/sophrosyne/.venv/bin/sophrosyne", "serve"])
+    for heading, client in CLIENT_HEADINGS.items():
+        printed = snippet_for(client, launch).text.replace(str(Path.home()), "/home/you")
+        shown = blocks[heading]
+        assert yaml.safe_load(shown) == yaml.safe_load(printed), heading  # JSON is YAML too
+        assert "secret" not in shown

@@ -43,8 +43,16 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_bad_environment_value(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOPHROSYNE_TIMEOUT_S", "soon")
-    with pytest.raises(ConfigError, match="timeout_s"):
+    with pytest.raises(
+        ConfigError, match=r"^setting `timeout_s` \(from the environment variable SOPHROSYNE_TIMEOUT_S\)"
+    ):
         Settings.load()
+    monkeypatch.setenv("SOPHROSYNE_LLM_RETRIES", "many")  # a renamed setting names its own variable
+    monkeypatch.delenv("SOPHROSYNE_TIMEOUT_S")
+    with pytest.raises(ConfigError, match="SOPHROSYNE_LLM_RETRIES") as caught:
+        Settings.load()
+    assert "many" not in str(caught.value)  # a variable's value may be a secret: never shown
+    assert Settings.load(llm_retries=1).agent.call_retries == 1  # an override wins over the bad variable
 
 
 def test_a_price_table_is_read_from_a_json_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,3 +1,3 @@
-from sophrosyne.cli.app import main
+from sophrosyne.cli.entry import main
 
 main()

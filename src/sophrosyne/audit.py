@@ -23,6 +23,7 @@ from rich.table import Table as RichTable
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from sophrosyne.base.text import counted
 from sophrosyne.errors import SophrosyneError
 
 
@@ -233,8 +234,8 @@ def render_summary(summary: AuditSummary, console: Console) -> None:
     """Print a summary with rich: `sophrosyne audit LOG` calls this."""
     span = f" from {summary.first} to {summary.last}" if summary.first else ""
     console.print(
-        f"[bold]{summary.calls}[/] calls in {summary.sessions} sessions{span}; "
-        f"{summary.rows} rows returned, {summary.response_tokens} response tokens"
+        f"[bold]{counted(summary.calls, 'call')}[/] in {counted(summary.sessions, 'session')}{span}; "
+        f"{counted(summary.rows, 'row')} returned, {counted(summary.response_tokens, 'response token')}"
         + (f"; [yellow]{summary.bad_lines} unreadable lines skipped[/]" if summary.bad_lines else "")
     )
     tools = RichTable(title="Calls per tool")

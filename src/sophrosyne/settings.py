@@ -193,12 +193,16 @@ class Agent(Section):
         description="How the model calls tools: native tool calls, plain JSON replies, or auto (native, and JSON "
         "from then on when the server refuses `tools`).",
     )
-    call_retries: int = Field(4, ge=0, le=20, description="Retries of a model call after a rate limit or server error.")
+    call_retries: int = Field(2, ge=0, le=20, description="Retries of a model call after a rate limit or server error.")
     backoff_s: float = Field(
         1.0, ge=0, le=600, description="First wait before a retry, seconds; doubles each time unless Retry-After says."
     )
-    max_wait_s: float = Field(60.0, ge=0, le=3600, description="Longest single wait before a retry, seconds.")
-    call_timeout_s: float = Field(120.0, gt=0, le=3600, description="Longest a single model call may take, seconds.")
+    max_wait_s: float = Field(30.0, ge=0, le=3600, description="Longest single wait before a retry, seconds.")
+    call_timeout_s: float = Field(60.0, gt=0, le=3600, description="Longest a single model call may take, seconds.")
+    connect_timeout_s: float = Field(
+        5.0, gt=0, le=600, description="Longest wait for the endpoint to connect, seconds."
+    )
+    wait_notice_s: float = Field(5.0, gt=0, le=600, description="Seconds between the `waiting for the model` lines.")
     temperature: float | None = Field(
         None, ge=0, le=2, description="Sampling temperature sent to the model (unset: the server's default)."
     )
@@ -241,22 +245,16 @@ SECTIONS: dict[str, type[Section]] = {
 # Flat names that differ from the name in the section: the inference model's and the agent's model settings
 # had one `llm_` prefix for two models, and the sandbox's a `python_` one. Every other flat name is the field's.
 _RENAMED = {
-    "llm_base_url": ("inference", "base_url"),
-    "llm_model": ("inference", "model"),
-    "llm_api_key": ("inference", "api_key"),
-    "llm_tool_mode": ("agent", "tool_mode"),
-    "llm_retries": ("agent", "call_retries"),
-    "llm_backoff_s": ("agent", "backoff_s"),
-    "llm_max_wait_s": ("agent", "max_wait_s"),
-    "llm_timeout_s": ("agent", "call_timeout_s"),
-    "llm_temperature": ("agent", "temperature"),
-    "llm_prices": ("agent", "prices"),
-    "agent_tool_calls": ("agent", "tool_calls"),
-    "agent_retries": ("agent", "retries"),
-    "python_cpu_s": ("sandbox", "cpu_s"),
-    "python_wall_s": ("sandbox", "wall_s"),
-    "python_memory_mb": ("sandbox", "memory_mb"),
-    "python_output_chars": ("sandbox", "output_chars"),
+    flat: (section, name)
+    for section, renames in {
+        "inference": "llm_base_url=base_url llm_model=model llm_api_key=api_key",
+        "agent": "llm_tool_mode=tool_mode llm_retries=call_retries llm_backoff_s=backoff_s llm_max_wait_s=max_wait_s "
+        "llm_timeout_s=call_timeout_s llm_connect_timeout_s=connect_timeout_s llm_wait_notice_s=wait_notice_s "
+        "llm_temperature=temperature llm_prices=prices agent_tool_calls=tool_calls agent_retries=retries",
+        "sandbox": "python_cpu_s=cpu_s python_wall_s=wall_s python_memory_mb=memory_mb "
+        "python_output_chars=output_chars",
+    }.items()
+    for flat, name in (rename.split("=") for rename in renames.split())
 }
 _IN_SECTION = {v: k for k, v in _RENAMED.items()}
 # Flat name -> (section, field), for every setting.
@@ -366,22 +364,22 @@ class Settings(BaseModel):
             data = data.get("sophrosyne", data)
         # The file is read first; environment variables win over it, explicit overrides win over both.
         given = {k: v for k, v in overrides.items() if v is not None}
-        merged = _merged(cls.fallback_variables(), data, cls.from_variables(), given)
+        variables = {flat: value for flat, value in cls.from_variables().items() if flat not in given}
         try:
-            return cls(**merged)
+            return cls(**_merged(cls.fallback_variables(), data, variables, given))
         except ValidationError as exc:
-            raise _config_error(exc, path, data) from None
+            raise _config_error(exc, path, data, variables) from None
 
     def replaced(self, **changes: Any) -> Settings:
         """A copy with some settings changed, named flat (`policy_file=...`) or by section, checked as given."""
         try:
             return type(self).model_validate(_merged(self.model_dump(), changes))
         except ValidationError as exc:
-            raise _config_error(exc, None, changes) from None
+            raise _config_error(exc, None, changes, {}) from None
 
 
-def _config_error(exc: ValidationError, path: Path | None, data: dict[str, Any]) -> ConfigError:
-    """The first error, naming the setting as the file wrote it (flat, or section.name)."""
+def _config_error(exc: ValidationError, path: Path | None, data: dict[str, Any], env: dict[str, Any]) -> ConfigError:
+    """The first error, naming the setting as the file wrote it (flat, or section.name), or the variable."""
     first = exc.errors()[0]
     loc = [str(p) for p in first["loc"]]
     section, name = [*loc, ""][:2]
@@ -397,4 +395,6 @@ def _config_error(exc: ValidationError, path: Path | None, data: dict[str, Any])
             hint=(f"Did you mean `{close[0]}`? " if close else "")
             + "The README's Settings section lists every setting.",
         )
+    if flat in env:  # the value is not shown: the variable may hold a secret
+        where, source = flat, f" (from the environment variable {ENV_PREFIX}{flat.upper()})"
     return ConfigError(f"setting `{where}`{source} is invalid: {first['msg']}.")

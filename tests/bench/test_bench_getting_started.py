@@ -56,6 +56,13 @@ def test_bench_report_without_matplotlib_writes_the_page_and_says_how_to_get_plo
     assert "the page has no plots: matplotlib is not installed (pip install 'sophrosyne[bench]')" in done.stderr
     html = page.read_text()
     assert "<svg" not in html and "No plots: matplotlib is not installed" in html and '"key": "none/' in html
+    # Without the datasets folder the page is written from the run alone; only the directive curve is left out.
+    elsewhere = {**os.environ, "SOPHROSYNE_DATASETS": str(tmp_path / "no-datasets")}
+    page.unlink()
+    done = without_matplotlib("bench", "report", str(run), "--html", str(page), env=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert "note: the page has no directive curve (it needs the run's dataset)" in done.stderr
+    assert '"key": "none/' in page.read_text()
 
 
 def test_bench_directives_plot_without_matplotlib_names_the_install_line(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ def test_ask_prints_each_step_then_the_sql_and_the_result(tmp_path: Path) -> Non
         # Only execute_sql answers with structured rows (issue 10): other steps are sized by their text.
         "get_distinct_values(table='departments', column='dept_name', search='Field Operations') · " in lines[3]
     )
-    assert "execute_sql(sql=" in lines[5] and "1 rows" in lines[5]
+    assert "execute_sql(sql=" in lines[5] and "1 row " in lines[5]
     assert "COUNT(DISTINCT a.employee_id)" in out and "absent" in out
     assert "3 tool calls · 200+20 tokens" in out
     steps = [json.loads(line) for line in trace.read_text().splitlines()]

@@ -256,7 +256,7 @@ def test_index_command_builds_then_reuses(tmp_path: Path) -> None:
     env = {"SOPHROSYNE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
     first = CliRunner().invoke(app, ["index", str(path)], env=env)
     assert first.exit_code == 0, first.output
-    assert "indexed 2 columns of 1 tables and 1 distinct values" in first.output
+    assert "indexed 2 columns of 1 table and 1 distinct value " in first.output
     assert len(list((tmp_path / "cache" / "schema").iterdir())) == 1
     again = CliRunner().invoke(app, ["index", str(path)], env=env)
     assert again.exit_code == 0 and "indexed 2 columns" in again.output

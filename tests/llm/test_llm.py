@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.openai_server import chat_reply, error_reply, scripted_server, tool_reply, usage
+from fixtures.openai_server import Response, chat_reply, error_reply, scripted_server, tool_reply, usage
 from sophrosyne.errors import ModelError
 from sophrosyne.llm import Conversation, ModelClient, ToolSpec, calls_from_json, count_tokens, parse_json
 from sophrosyne.settings import ModelPrice, Settings
@@ -222,3 +222,65 @@ def test_directive_inference_and_the_embedder_go_through_the_client_and_its_retr
         vectors = OpenAIEmbedder(url, "embedder").embed(["ops"])
     assert vectors.shape == (1, 2) and abs(vectors[0, 0] - 0.6) < 1e-6 and abs(vectors[0, 1] - 0.8) < 1e-6
     assert len(received) == 2  # the 429, then the answer
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_refused_connection_fails_at_once_naming_the_endpoint_and_model() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    model = ModelClient("scripted-model", base_url=url, settings=Settings(llm_retries=4, llm_backoff_s=1.0))
+    started = time.monotonic()
+    with pytest.raises(ModelError) as caught:
+        ask(model)
+    assert time.monotonic() - started < 1.0  # no retries, no backoff (4 of them would take 15 s)
+    assert f"the model endpoint {url} (model scripted-model) cannot be reached" in str(caught.value)
+    assert "refused" in str(caught.value) and "SOPHROSYNE_BASE_URL" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/html"])
+def test_a_body_that_is_not_json_is_named_with_the_endpoint_and_model(content_type: str) -> None:
+    page = Response(200, {}, {"Content-Type": content_type}, raw=b"<html><body>Welcome to nginx!</body></html>")
+    with scripted_server(lambda p, b: page) as (url, _):
+        with pytest.raises(ModelError) as caught:
+            ask(client(url))
+        with pytest.raises(ModelError, match="not JSON"):
+            client(url).chat_sync(Conversation("s"), None)
+    text = str(caught.value)
+    assert url in text and "scripted-model" in text and "not JSON" in text and "/v1" in (caught.value.hint or "")
+
+
+def test_a_slow_model_is_said_while_it_is_awaited_and_a_hung_one_is_bounded() -> None:
+    def slow(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(0.3)
+        return chat_reply("done")
+
+    lines: list[str] = []
+    with scripted_server(slow) as (url, _):
+        model = client(url, llm_wait_notice_s=0.1)
+        model.on_wait = lines.append
+        assert ask(model, None).text == "done"
+        assert lines and lines[0].startswith(f"waiting for the model scripted-model at {url}: ")
+        lines.clear()
+        assert model.chat_sync(Conversation("s"), None).text == "done"  # the blocking call says it too
+        assert lines and "waiting for the model scripted-model" in lines[0]
+        hung = client(url, llm_timeout_s=0.2, llm_retries=0)
+        with pytest.raises(
+            ModelError, match=r"\(model scripted-model\) kept failing after 0 retries .*no answer within"
+        ):
+            ask(hung, None)
+
+
+def test_each_retry_is_said_with_its_wait() -> None:
+    answers = iter([error_reply(503, "overloaded"), chat_reply("ok")])
+    lines: list[str] = []
+    with scripted_server(lambda p, b: next(answers)) as (url, _):
+        model = client(url)
+        model.on_wait = lines.append
+        assert ask(model, None).text == "ok"
+    assert lines == [f"the model endpoint {url} (model scripted-model) failed (503: overloaded); retry 1 of 2 in 0.0 s"]

@@ -612,3 +612,15 @@ def test_an_engine_error_holding_a_column_s_letters_is_kept_as_the_engine_said_i
     # And end to end: the engine's own words for a statement it cannot run come back as its words.
     with pytest.raises(UnknownColumn, match="nope"):
         env.execute_sql("SELECT nope FROM employees")
+
+
+def test_an_unknown_name_is_offered_only_names_it_may_mean() -> None:
+    from sophrosyne.sql.lookup import did_you_mean
+
+    demo = ["absence_records", "departments", "employees", "performance_reviews", "salaries", "training_courses"]
+    # `nope` shares three letters with performance_reviews (a partial score of 67): no suggestion, the way out.
+    assert did_you_mean("nope", demo, "list_tables") == "Call list_tables to see what exists."
+    assert did_you_mean("reviews", demo, "list_tables") == "Did you mean `performance_reviews`?"  # a part of it
+    assert did_you_mean("employes", demo, "list_tables") == "Did you mean `employees`?"  # a misspelling
+    assert did_you_mean("absence records", demo, "list_tables") == "Did you mean `absence_records`?"
+    assert did_you_mean("nope", ["notes"], "list_tables") == "Did you mean `notes`?"  # one letter off

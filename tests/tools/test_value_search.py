@@ -58,7 +58,7 @@ def test_sqlite_row_counts_without_statistics_say_at_least(tmp_path: Path) -> No
     events = next(t for t in listed.tables if t.name == "events")
     assert (events.row_estimate, events.rows_at_least) == (100_000, True)
     text = render(listed)
-    assert "at least 100,000 rows" in text and "~1 rows" in text
+    assert "at least 100,000 rows" in text and "~1 row" in text and "~1 rows" not in text
     assert "at least 100,000 rows" in render(env.describe_table("events"))
 
 

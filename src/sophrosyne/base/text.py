@@ -35,3 +35,11 @@ def one_line(text: str, limit: int = 120) -> str:
 def normalize(value: Any) -> str:
     """A value as an exact match compares it: case and runs of spaces aside."""
     return " ".join(str(value).lower().split())
+
+
+def counted(n: int, noun: str) -> str:
+    """`n` and the noun, plural unless one: "1 row", "2,000 rows", "1 retry", "3 retries"."""
+    if n == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{n:,} {plural}"

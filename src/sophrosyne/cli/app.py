@@ -9,12 +9,13 @@ import typer
 from sophrosyne.bench.cli.app import bench_app
 from sophrosyne.cli import explore, server, tasks
 from sophrosyne.cli.targets import demo_path as demo_path  # where tests and scripts have found it
-from sophrosyne.cli.terminal import console, set_log_level
+from sophrosyne.cli.terminal import Command, Group, console, set_log_level
 
 # Only typer and rich load at start-up; each command imports what it needs, so `--help` and a small
 # query stay quick (the database drivers, sqlglot and the index are heavy).
 
 app = typer.Typer(
+    cls=Group,
     name="sophrosyne",
     help="A moderated data environment for SQL agents: fine-grained read-only tools over MCP.",
     no_args_is_help=True,
@@ -50,20 +51,17 @@ def main_options(
 
 
 # The commands, in the order `--help` lists them.
-app.command()(explore.tables)
-app.command()(explore.describe)
-app.command()(explore.values)
-app.command("find")(explore.find)
-app.command()(explore.search)
-app.command()(explore.sql)
-app.command()(explore.sources)
-app.command()(server.serve)
-app.command()(tasks.audit)
-app.command()(tasks.ask)
-app.command()(tasks.demo)
-app.command("index")(tasks.index)
+app.command(cls=Command)(explore.tables)
+app.command(cls=Command)(explore.describe)
+app.command(cls=Command)(explore.values)
+app.command("find", cls=Command)(explore.find)
+app.command(cls=Command)(explore.search)
+app.command(cls=Command)(explore.sql)
+app.command(cls=Command)(explore.sources)
+app.command(cls=Command)(server.serve)
+app.command(cls=Command)(server.config)
+app.command(cls=Command)(tasks.audit)
+app.command(cls=Command)(tasks.ask)
+app.command(cls=Command)(tasks.demo)
+app.command("index", cls=Command)(tasks.index)
 app.add_typer(bench_app, name="bench")
-
-
-def main() -> None:  # pragma: no cover - console entry for `python -m sophrosyne`
-    app()

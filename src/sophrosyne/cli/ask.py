@@ -21,6 +21,7 @@ from sophrosyne.agent.explorer import Explorer
 from sophrosyne.agent.flex import FlexSQL
 from sophrosyne.agent.outcome import Outcome, Step, write_steps
 from sophrosyne.agent.toolbox import EnvironmentTools, MCPTools, Toolbox
+from sophrosyne.base.text import counted
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError, SophrosyneError
 from sophrosyne.llm import ModelClient
@@ -56,7 +57,7 @@ def progress_line(step: Step) -> str:
         shown = ", ".join(f"{k}={_short(v)}" for k, v in step.arguments.items())
         return f"{step.index:>3} {plan}not run: {step.name}({shown}) · {step.error}"
     shown = ", ".join(f"{k}={_short(v)}" for k, v in step.arguments.items())
-    size = f"{step.rows} rows" if step.rows is not None else f"{step.result_chars:,} chars"
+    size = counted(step.rows, "row") if step.rows is not None else f"{step.result_chars:,} chars"
     error = f" · error: {step.error}" if step.error else ""
     return f"{step.index:>3} {plan}{step.name}({shown}) · {size} · {step.ms:,.0f} ms{error}"
 

@@ -175,7 +175,7 @@ def sources(
     Example: sophrosyne sources --sources sources.toml --question "Which customers ordered teapots?"
     """
     from sophrosyne.cli.display import emit
-    from sophrosyne.serve.run import ServeSpec
+    from sophrosyne.serve.spec import ServeSpec  # not serve.run: the MCP SDK takes 1-2 s to import
 
     with reported():
         if sources_file is not None and db is not None:

@@ -59,9 +59,17 @@ def demo_path() -> Path:
 
 
 def resolve_db(target: str | None) -> str:
-    """The database a command serves: the one given, else SOPHROSYNE_DATABASE, else the demo."""
+    """The database a command serves: the one given, else SOPHROSYNE_DATABASE, else the demo; a URL without a
+    password takes the one in SOPHROSYNE_DATABASE_PASSWORD or the file SOPHROSYNE_DATABASE_PASSWORD_FILE names
+    (so that a client's config names the database and only references its secret)."""
     target = target or os.environ.get("SOPHROSYNE_DATABASE") or DEMO
-    return str(demo_path()) if target == DEMO else str(target)
+    if target == DEMO:
+        return str(demo_path())
+    if "://" not in target:
+        return target
+    from sophrosyne.serve.client_config import with_password
+
+    return with_password(target, os.environ)
 
 
 def split_db(args: list[str], needed: int, usage: str) -> tuple[str, list[str]]:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from sophrosyne.base.text import counted
 from sophrosyne.cli.targets import (
     ConfigOption,
     DescriptionsOption,
@@ -18,7 +19,7 @@ from sophrosyne.cli.targets import (
     resolve_db,
     split_db,
 )
-from sophrosyne.cli.terminal import console, err_console, reported
+from sophrosyne.cli.terminal import console, err_console, reported, say
 from sophrosyne.errors import ConfigError, InvalidArgument, SophrosyneError
 
 
@@ -94,7 +95,9 @@ def ask(
             if not question.strip():
                 raise InvalidArgument("the question is empty.", hint='e.g. sophrosyne ask demo "How many employees?"')
             settings = Settings.load(config, policy_file=policy, directives=directives)
-            llm = ModelClient.from_settings(settings, model=model, base_url=base_url)  # exits 2 without a model
+            llm = ModelClient.from_settings(
+                settings, model=model, base_url=base_url, on_wait=say
+            )  # exits 2 without a model
             env = open_env(db, config, descriptions, policy=policy, role=role, directives=directives) if db else None
             chosen: Solver = "flex" if solver == "flex" else "explorer"
             request = AskRequest(question, knowledge, chosen, review, trace, as_json, is_interactive(as_json))
@@ -156,7 +159,7 @@ def index(
                 indexed=lambda catalog: fold_units(catalog).catalog,
             )
         console.print(
-            f"indexed {report.columns} columns of {report.tables} tables"
-            + (f" and {report.values} distinct values" if report.values is not None else "")
+            f"indexed {counted(report.columns, 'column')} of {counted(report.tables, 'table')}"
+            + (f" and {counted(report.values, 'distinct value')}" if report.values is not None else "")
             + f" in {report.seconds:.2f} s -> {escape(str(report.folder))}"
         )

@@ -7,11 +7,13 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
 from sophrosyne.base.data_blocks import escaped
@@ -55,6 +57,32 @@ def reported() -> Iterator[None]:
         err_console.print(f"[bold red]error:[/] unexpected: {escape(text)}", soft_wrap=True)
         err_console.print("[yellow]hint:[/] run with --log-level debug for the details.", soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def _flags_take_no_value(params: list[Any]) -> list[Any]:
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""  # `--http`, not `--http <bool>`: a flag is given or not, it takes no value
+    return params
+
+
+class Command(TyperCommand):
+    """A command whose `--help` shows its flags without a value."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_take_no_value(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    """A group of commands whose `--help` shows its flags without a value."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_take_no_value(super().get_params(ctx))
+
+
+def say(line: str) -> None:
+    """One line of what a command is waiting for, on stderr (the model client's `on_wait`)."""
+    err_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def shorten_line(text: str, limit: int = 1000) -> str:

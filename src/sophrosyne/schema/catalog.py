@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sophrosyne.base.text import counted
+
 if TYPE_CHECKING:
     from sqlglot import exp
 
@@ -79,7 +81,8 @@ class Table:
         """The row estimate as a person reads it: "~1,200 rows", "at least 100,000 rows", "rows unknown"."""
         if self.row_estimate is None:
             return "rows unknown"
-        return f"at least {self.row_estimate:,} rows" if self.rows_at_least else f"~{self.row_estimate:,} rows"
+        rows = counted(self.row_estimate, "row")
+        return f"at least {rows}" if self.rows_at_least else f"~{rows}"
 
 
 def table_ref(table: Table) -> exp.Table:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import signal
+import socket
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
+from starlette.routing import Route
 
 from sophrosyne.environment import Environment
+from sophrosyne.errors import ConfigError
 from sophrosyne.serve.calls import Calls
 from sophrosyne.serve.changes import SchemaChanges
 from sophrosyne.serve.connections import ACCEPT_BACKLOG, ConnectionLimits, GuardedH11Protocol, raise_descriptor_limit
+from sophrosyne.serve.front import StreamsOnlyWhenAsked, front_page
 from sophrosyne.serve.handshake import EarlyStdio
 from sophrosyne.serve.health import SourceWatch
 from sophrosyne.serve.server import build_server
@@ -36,10 +42,12 @@ def serve(
     log_level: str = "warning",
     early: EarlyStdio | None = None,
     allow_python: bool = False,
+    on_bound: Callable[[], None] | None = None,
 ) -> None:
     """Run the server over stdio (default) or streamable HTTP until the client leaves or SIGTERM comes;
     calls in flight then finish (within `timeout_s`) before it exits. `early` is the stdio wire taken at
-    start-up, whose thread has answered the handshake meanwhile."""
+    start-up, whose thread has answered the handshake meanwhile; `on_bound` is called once the HTTP port is
+    bound (a busy port is a ConfigError before it)."""
     sources = target if isinstance(target, Sources) else Sources.single(target)
     require_token = http and any(env.policy is not None for env in sources.environments.values())
     calls = Calls()
@@ -53,7 +61,10 @@ def serve(
             warn_if_exposed(host, env)
         app = http_asgi(server, host)
         GuardedH11Protocol.configure(ConnectionLimits.of(sources.settings))
-        anyio.run(serve_http, app, calls, host, port, drain_s, log_level)
+        sock = bind(host, port)
+        if on_bound is not None:
+            on_bound()
+        anyio.run(serve_http, app, calls, sock, drain_s, log_level)
     else:
         anyio.run(serve_stdio, server, calls, drain_s, early)
 
@@ -66,13 +77,15 @@ def _changes_every_s(sources: Sources) -> float:
 SPEC_VARIABLE = "SOPHROSYNE_SERVE_SPEC"
 
 
-def serve_workers(spec: ServeSpec, workers: int) -> None:
-    """Streamable HTTP in several processes: uvicorn starts each from `http_app`, which reads the spec."""
+def serve_workers(spec: ServeSpec, workers: int, on_bound: Callable[[], None] | None = None) -> None:
+    """Streamable HTTP in several processes: uvicorn starts each from `http_app`, which reads the spec; the
+    port is bound here first (as uvicorn.run would), so that a busy port is one line with a hint."""
     import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
     os.environ[SPEC_VARIABLE] = spec.model_dump_json()
     raise_descriptor_limit()  # the workers inherit it
-    uvicorn.run(
+    config = uvicorn.Config(
         "sophrosyne.serve.run:http_app",
         factory=True,
         host=spec.host,
@@ -83,6 +96,39 @@ def serve_workers(spec: ServeSpec, workers: int) -> None:
         http=GuardedH11Protocol,  # each worker sets its limits as it builds its app (http_app)
         backlog=ACCEPT_BACKLOG,
     )
+    sock = bind(spec.host, spec.port)
+    if on_bound is not None:
+        on_bound()
+    with contextlib.suppress(KeyboardInterrupt):
+        Multiprocess(config, sockets=[sock]).run()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound as uvicorn binds it; a port in use or refused is a ConfigError with a hint,
+    not uvicorn's `[Errno 98]`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is in use by another program.",
+                hint=f"Pass another --port, or stop what listens there (`ss -ltnp 'sport = :{port}'` names it).",
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise ConfigError(
+                f"binding port {port} on {host} was refused: ports below 1024 need privileges.",
+                hint="Pass --port 8000 (or any port from 1024 up).",
+            ) from None
+        raise ConfigError(
+            f"cannot bind {host}:{port}: {exc.strerror or exc}.",
+            hint="Pass --host 127.0.0.1 (this machine) or 0.0.0.0 (every address of it), and a free --port.",
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def http_app() -> Starlette:
@@ -106,7 +152,10 @@ def http_asgi(server: MCPServer, host: str) -> Starlette:
     """Stateless streamable HTTP: each request stands alone, so any worker serves it. Answers are event
     streams, so a client that gives up closes its stream and the call stops (see keep_streams_on_exit)."""
     keep_streams_on_exit()
-    return server.streamable_http_app(stateless_http=True, host=host)
+    app = server.streamable_http_app(stateless_http=True, host=host)
+    app.router.routes.insert(0, Route("/", front_page, methods=["GET"]))
+    app.add_middleware(StreamsOnlyWhenAsked)
+    return app
 
 
 async def serve_stdio(server: MCPServer, calls: Calls, drain_s: float, early: EarlyStdio | None = None) -> None:
@@ -146,7 +195,7 @@ def keep_streams_on_exit() -> None:
         AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
 
 
-async def serve_http(app: Starlette, calls: Calls, host: str, port: int, drain_s: float, log_level: str) -> None:
+async def serve_http(app: Starlette, calls: Calls, sock: socket.socket, drain_s: float, log_level: str) -> None:
     """Streamable HTTP with uvicorn; on SIGTERM it stops accepting, and calls in flight finish first."""
     import uvicorn
 
@@ -155,6 +204,7 @@ async def serve_http(app: Starlette, calls: Calls, host: str, port: int, drain_s
             calls.draining = True  # /health says so at once; uvicorn then waits for open requests
             super().handle_exit(sig, frame)
 
+    host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app,
         host=host,
@@ -165,7 +215,7 @@ async def serve_http(app: Starlette, calls: Calls, host: str, port: int, drain_s
         backlog=ACCEPT_BACKLOG,
     )
     raise_descriptor_limit()
-    await Draining(config).serve()
+    await Draining(config).serve(sockets=[sock])
 
 
 def warn_if_exposed(host: str, env: Environment) -> None:

@@ -91,9 +91,27 @@ def _names_missing(name: str, message: str) -> bool:
 
 
 def did_you_mean(name: str, choices: list[str], fallback: str) -> str:
+    """The names `name` likely means: a misspelling of one (most of its letters, in order: `employes`), a part of
+    one (`reviews` for `performance_reviews`), or one with all its words; never one that merely shares a few
+    letters (`nope` is not `performance_reviews`, which a partial score of 67 offered)."""
     from rapidfuzz import fuzz, process  # loaded on the first miss, not at start-up
 
-    best = process.extract(name, choices, scorer=fuzz.WRatio, processor=str.lower, limit=3, score_cutoff=60)
+    wanted = _words(name)
+    close = process.extract(wanted, choices, scorer=fuzz.ratio, processor=_words, limit=3, score_cutoff=60)
+    near = [str(choice) for choice, _, _ in close]
+    if len(wanted) >= 3:
+        words = set(wanted.split())
+        near += sorted((c for c in choices if _contains(_words(c), wanted) or words <= set(_words(c).split())), key=len)
+    best = list(dict.fromkeys(near))[:3]
     if best:
-        return "Did you mean " + " or ".join(f"`{b[0]}`" for b in best) + "?"
+        return "Did you mean " + " or ".join(f"`{b}`" for b in best) + "?"
     return f"Call {fallback} to see what exists."
+
+
+def _contains(one: str, other: str) -> bool:
+    return other in one or (len(one) >= 3 and one in other)
+
+
+def _words(name: str) -> str:
+    """A name's words in lower case, one space apart: `Order_Details` and `order details` are one name."""
+    return " ".join(re.split(r"[\W_]+", name.lower())).strip()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
-from sophrosyne.base.text import estimate_tokens, shorten
+from sophrosyne.base.text import counted, estimate_tokens, shorten
 from sophrosyne.schema.catalog import Catalog, ForeignKey
 from sophrosyne.settings import Settings
 from sophrosyne.sql.secure import SecurePath
@@ -168,4 +168,4 @@ def data_text(value: Any) -> str:
 def rows_text(estimate: int | None, at_least: bool) -> str:
     if estimate is None:
         return "rows unknown"
-    return f"at least {estimate:,} rows" if at_least else f"~{estimate:,} rows"
+    return f"at least {counted(estimate, 'row')}" if at_least else f"~{counted(estimate, 'row')}"

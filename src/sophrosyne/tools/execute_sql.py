@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from sqlglot import exp
 
+from sophrosyne.base.text import counted
 from sophrosyne.errors import AccessDenied
 from sophrosyne.sql.hints import query_hints
 from sophrosyne.sql.secure import Secured
@@ -30,7 +31,7 @@ class QueryOutput(Result):
     def agent_lines(self, nonce: str) -> list[str]:
         more = " (truncated: more rows exist)" if self.truncated else ""
         lines = [
-            f"{self.row_count} rows{more} in {self.elapsed_ms:.0f} ms",
+            f"{counted(self.row_count, 'row')}{more} in {self.elapsed_ms:.0f} ms",
             *table_lines(self.columns, self.rows, nonce),
         ]
         lines.extend(x for x in (self.reminder, self.note, self.cut) if x)
@@ -79,7 +80,7 @@ class QueryOutput(Result):
             table.add_row(*(screen.text(v) for v in row))
         screen.show(table)
         more = " (truncated: more rows exist)" if self.truncated else ""
-        screen.notes(f"{self.row_count} rows{more} in {self.elapsed_ms:.0f} ms", self.reminder, self.cut)
+        screen.notes(f"{counted(self.row_count, 'row')}{more} in {self.elapsed_ms:.0f} ms", self.reminder, self.cut)
 
 
 def execute_sql(

@@ -10,7 +10,7 @@ from pydantic import Field
 from sqlglot import exp
 
 from sophrosyne.base import deadline
-from sophrosyne.base.text import estimate_tokens, shorten
+from sophrosyne.base.text import counted, estimate_tokens, shorten
 from sophrosyne.errors import InvalidArgument, QueryTimeout, RejectedSQL
 from sophrosyne.schema.catalog import Table, is_text_type, table_ref
 from sophrosyne.sql.lookup import column_named, table_named
@@ -39,7 +39,7 @@ class FoundRows(Result):
     cut: str | None = None
 
     def agent_lines(self, nonce: str) -> list[str]:
-        lines = [f"rows containing {self.term!r} (searched {self.searched_tables} tables):"]
+        lines = [f"rows containing {self.term!r} (searched {counted(self.searched_tables, 'table')}):"]
         for m in self.matches:
             # The table's name is the database's: it heads its rows inside their block.
             title = f"{m.table} (matched in {', '.join(m.matched_columns)}):"
@@ -73,7 +73,9 @@ class FoundRows(Result):
             for row in m.rows:
                 table.add_row(*(screen.text(v) for v in row))
             screen.show(table)
-        screen.notes(f"searched {self.searched_tables} tables" + ("" if self.matches else "; no rows matched"))
+        screen.notes(
+            f"searched {counted(self.searched_tables, 'table')}" + ("" if self.matches else "; no rows matched")
+        )
         screen.notes(self.note, self.cut)
 
 

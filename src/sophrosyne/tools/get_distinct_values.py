@@ -72,7 +72,9 @@ class DistinctValues(Result):
         what = f" matching {self.search!r}" if self.search else ""
         table = screen.grid(screen.escape(f"{self.table}.{self.column}{what}"), "value", "count", "match")
         for v in self.values:
-            table.add_row(screen.text(v.value), f"{v.count:,}", "" if v.score is None else f"{v.score:.0f}")
+            # The tool's own word for the match (exact, substring, fuzzy), a fuzzy one with its score.
+            score = f" {v.score:.0f}" if v.match == "fuzzy" and v.score is not None else ""
+            table.add_row(screen.text(v.value), f"{v.count:,}", f"{v.match}{score}" if v.match else "")
         screen.show(table)
         screen.notes(self.note, self.cut)
 

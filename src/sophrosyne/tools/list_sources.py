@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from sophrosyne.base.data_blocks import close_data, open_data
+from sophrosyne.base.text import counted
 from sophrosyne.tools.base import Context, Result
 
 
@@ -36,7 +37,7 @@ class SourceList(Result):
 
     def agent_lines(self, nonce: str) -> list[str]:
         # Descriptions are the administrator's; table names in the reasons come from the databases.
-        lines = [f"{len(self.sources)} sources:", open_data(nonce), *(_source_line(s) for s in self.sources)]
+        lines = [f"{counted(len(self.sources), 'source')}:", open_data(nonce), *(_source_line(s) for s in self.sources)]
         lines.append(close_data(nonce))
         if any(s.relevance and s.relevance.likely_irrelevant for s in self.sources):
             lines.append("Skip the sources marked likely irrelevant unless the evidence clearly needs them.")

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from sophrosyne.base import patterns
 from sophrosyne.base.data_blocks import close_data, open_data
-from sophrosyne.base.text import CHARS_PER_TOKEN, one_line, shorten
+from sophrosyne.base.text import CHARS_PER_TOKEN, counted, one_line, shorten
 from sophrosyne.errors import CacheUnavailable, InvalidArgument, NotReady, QueryTimeout
 from sophrosyne.schema.catalog import Catalog, ForeignKey, Table, TableGroup, group_tables
 from sophrosyne.tools.arguments import MAX_TERM_CHARS, cut_for_directives
@@ -99,7 +99,7 @@ class TableList(Result):
         cut_lists(self, ["directives", "groups", "tables"], budget, note)
 
     def show(self, screen: Screen) -> None:
-        title = f"{len(self.tables)} tables in {screen.escape(self.source)}"
+        title = f"{counted(len(self.tables), 'table')} in {screen.escape(self.source)}"
         table = screen.grid(title, "table", "rows", "joins", "description")
         for t in self.tables:
             rows = f"~{t.row_estimate:,}" if t.row_estimate is not None else "?"

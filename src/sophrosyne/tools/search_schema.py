@@ -7,7 +7,7 @@ from typing import Annotated, Protocol
 from pydantic import Field
 
 from sophrosyne.base.data_blocks import close_data, open_data
-from sophrosyne.base.text import shorten
+from sophrosyne.base.text import counted, shorten
 from sophrosyne.errors import InvalidArgument
 from sophrosyne.sql.lookup import table_named
 from sophrosyne.tools.arguments import MAX_HITS, count
@@ -29,7 +29,7 @@ class SchemaHits(Result):
     cut: str | None = None
 
     def agent_lines(self, nonce: str) -> list[str]:
-        lines = [f"{len(self.hits)} columns best matching the query:", open_data(nonce)]
+        lines = [f"{counted(len(self.hits), 'column')} best matching the query:", open_data(nonce)]
         for h in self.hits:
             desc = f" — {h.description}" if h.description else ""
             lines.append(f"- {h.table}.{h.column} ({h.score:.3f}){desc}")

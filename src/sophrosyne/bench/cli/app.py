@@ -9,8 +9,10 @@ from __future__ import annotations
 import typer
 
 from sophrosyne.bench.cli import directives, report, run, score, tokens
+from sophrosyne.cli.terminal import Command, Group
 
 bench_app = typer.Typer(
+    cls=Group,
     name="bench",
     help="Benchmarks on real text-to-SQL data. Example: sophrosyne bench directives --dataset bird-dev",
     no_args_is_help=True,
@@ -28,13 +30,13 @@ def bench() -> None:
 
 
 # In this order in `--help`.
-bench_app.command("directives")(directives.directives_command)
-bench_app.command("robustness")(directives.robustness_command)
-bench_app.command("score")(score.score_command)
-bench_app.command("tokens")(tokens.tokens_command)
-bench_app.command("report")(report.report_command)
-bench_app.command("run")(run.run_command)
-bench_app.command("merge")(run.merge_command)
+bench_app.command("directives", cls=Command)(directives.directives_command)
+bench_app.command("robustness", cls=Command)(directives.robustness_command)
+bench_app.command("score", cls=Command)(score.score_command)
+bench_app.command("tokens", cls=Command)(tokens.tokens_command)
+bench_app.command("report", cls=Command)(report.report_command)
+bench_app.command("run", cls=Command)(run.run_command)
+bench_app.command("merge", cls=Command)(run.merge_command)
 
 if __name__ == "__main__":
     bench_app()

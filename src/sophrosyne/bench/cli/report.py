@@ -12,6 +12,7 @@ from rich.markup import escape
 from sophrosyne.bench.cli.figures import write_json
 from sophrosyne.bench.cli.options import JsonOption
 from sophrosyne.cli.terminal import console, err_console, reported
+from sophrosyne.errors import ConfigError
 
 
 def report_command(
@@ -52,7 +53,11 @@ def report_command(
                 "note": f"from {directives.name}",
             }
         elif curve and html_path is not None:
-            found = curve_for(records)
+            try:
+                found = curve_for(records)
+            except ConfigError as exc:  # the datasets are not here: the page is written from the run alone
+                note = f"the page has no directive curve (it needs the run's dataset): {exc.message}"
+                err_console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
         result["directive_curve"] = found
         if json_path:
             write_json(result, json_path)

@@ -23,7 +23,7 @@ from sophrosyne.bench.cli.options import (
     TablesOption,
     open_suite,
 )
-from sophrosyne.cli.terminal import console, reported, status_bar
+from sophrosyne.cli.terminal import console, reported, say, status_bar
 
 
 def run_command(
@@ -78,7 +78,9 @@ def run_command(
             raise typer.BadParameter("Spider 2.0's databases are not reachable here: score its result CSVs instead.")
         suite = select(suite, limit=limit, databases=db, difficulties=difficulty, shard=parse_shard(shard))
         settings = Settings.load(config)
-        llm = ModelClient.from_settings(settings, model=model, base_url=base_url)  # exits 2 without a model
+        llm = ModelClient.from_settings(
+            settings, model=model, base_url=base_url, on_wait=say
+        )  # exits 2 without a model
         plan = RunPlan(
             suite,
             list(arm or ARMS),

@@ -1,0 +1,97 @@
+"""A stdio server goes when its client goes: at once when stdin closes, and when the client is killed outright
+while something else holds stdin open."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import IO
+
+# Measured 0.03-0.09 s on this machine at load 8-19 (0.5-3.8 s before the server skipped freeing its objects at
+# exit); the bound leaves ten times that for the suite's own load on top.
+EXIT_BOUND_S = 1.0
+# A killed parent is seen at the next look (every 0.5 s); in the full suite at load 20 one look came late.
+PARENT_BOUND_S = 3.0
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+def send(wire: IO[bytes], message: dict[str, object]) -> None:
+    wire.write((json.dumps(message) + "\n").encode())
+    wire.flush()
+
+
+def test_the_server_exits_at_once_when_its_client_closes_stdin() -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sophrosyne", "serve", "demo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        send(server.stdin, INITIALIZE)
+        assert json.loads(server.stdout.readline())["id"] == 1
+        send(server.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        # A tool call answered: the SDK runs and the schema and indexes are loaded (what makes a slow exit).
+        send(server.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_tables"}})
+        while json.loads(server.stdout.readline()).get("id") != 2:
+            pass
+        closed = time.monotonic()
+        server.stdin.close()
+        assert server.wait(30) == 0
+        assert time.monotonic() - closed < EXIT_BOUND_S
+    finally:
+        server.kill()
+        server.wait()
+        server.stdout.close()
+
+
+def test_the_server_exits_when_its_client_is_killed_and_stdin_stays_open() -> None:
+    read, write = os.pipe()  # this test holds the write end: stdin never closes
+    answers, answered = os.pipe()
+    # The client: a process that starts the server on these pipes, says its pid, and waits.
+    script = (
+        "import subprocess, sys; server = subprocess.Popen([sys.executable, '-m', 'sophrosyne', 'serve', 'demo'], "
+        f"stdin={read}, stdout={answered}, stderr=subprocess.DEVNULL); print(server.pid, flush=True); server.wait()"
+    )
+    client = subprocess.Popen(
+        [sys.executable, "-c", script], pass_fds=(read, answered), stdout=subprocess.PIPE, text=True
+    )
+    assert client.stdout is not None
+    pid = int(client.stdout.readline())
+    os.close(answered)
+    try:
+        os.write(write, (json.dumps(INITIALIZE) + "\n").encode())
+        with os.fdopen(os.dup(answers), "rb") as wire:
+            assert json.loads(wire.readline())["id"] == 1  # the server runs, and watches its parent
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+        killed = time.monotonic()
+        while _alive(pid) and time.monotonic() - killed < 30:
+            time.sleep(0.05)
+        assert not _alive(pid)
+        assert time.monotonic() - killed < PARENT_BOUND_S
+    finally:
+        client.stdout.close()
+        for fd in (read, write, answers):
+            os.close(fd)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, reaped by init any moment, does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
