@@ -157,7 +157,7 @@ def test_a_long_document_is_cut_into_passages_led_by_their_heading() -> None:
     parts = passages(document)
     assert len(parts) > 3 and all(len(p) <= 700 for p in parts)
     assert any(p.startswith("Shipping\n") and "ship_fee_amt" in p for p in parts)
-    chosen = relevant_passages(Question.read("What was the average shipping fee per parcel?"), document, keep=1)
+    chosen = relevant_passages(Question.read("What was the average shipping fee per parcel?").content, document, keep=1)
     assert chosen == [next(p for p in parts if "ship_fee_amt" in p)]
 
 

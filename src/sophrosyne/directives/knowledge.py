@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from sophrosyne.base.words import QUERY_NOISE, STOPWORDS, word_tokens
-
-if TYPE_CHECKING:
-    from sophrosyne.directives.question import Question
 
 Knowledge = str | list[str] | None
 """Knowledge entries as a caller gives them: one text, a list of entries, or none."""
@@ -153,7 +150,7 @@ def passages(document: str) -> list[str]:
 
 
 def relevant_passages(
-    question: Question,
+    wanted: Iterable[str],
     document: str,
     similarity: list[float] | None = None,
     keep: int = 4,
@@ -161,9 +158,10 @@ def relevant_passages(
     parts: list[str] | None = None,
 ) -> list[str]:
     """The passages of a long knowledge document that bear on the question, best first: by the share of the
-    question's content words they hold, plus their embedding similarity when given (one per passage)."""
+    question's content words (`wanted`: `Question.content`) they hold, plus their embedding similarity when
+    given (one per passage)."""
     parts = passages(document) if parts is None else parts
-    wanted = set(question.content)
+    wanted = set(wanted)
     scored = []
     for i, part in enumerate(parts):
         words = set(tokenize_words(part))

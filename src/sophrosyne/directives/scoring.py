@@ -254,7 +254,9 @@ def _focus(question: Question, document: str, index: SchemaIndex, keep: int) -> 
         _PASSAGES[key] = (parts, index.embed(parts) if parts else np.zeros((0, 1), np.float32))
     parts, vectors = _PASSAGES[key]
     similarity = [float(v) for v in vectors @ index.embed([question.text])[0]] if parts else None
-    return relevant_passages(question, document, similarity, keep=keep, max_chars=keep * PASSAGE_CHARS, parts=parts)
+    return relevant_passages(
+        question.content, document, similarity, keep=keep, max_chars=keep * PASSAGE_CHARS, parts=parts
+    )
 
 
 def _table_features(
