@@ -53,6 +53,7 @@ class Environment:
         self.descriptions = descriptions
         self.values = values or ValueCache()
         self.policy: Policy | None = None
+        self.caller = ""  # whose claims this view's row filters read (for_role)
         self._moderator: Moderator | None = None
         self._grounder: Grounder | None = None
         self._role_envs: dict[str, Environment] = {}
@@ -120,19 +121,24 @@ class Environment:
                 raise
         return env
 
-    def for_role(self, role: Role) -> Environment:
-        """The same database, catalog and caches, seen by another role (kept, so each role is set up once)."""
-        if role is self.role:
+    def for_role(self, role: Role, caller: str = "") -> Environment:
+        """The same database, catalog and caches, seen by another role (kept, so each role is set up once).
+
+        `caller`: for a role whose row filters read the caller's claims, who calls (claims.caller_key): each
+        caller gets a view of its own, so values read for one (the grounder's cache) never reach another."""
+        if role is self.role and caller == self.caller:
             return self
+        key = f"{role.name}\x00{caller}" if caller else role.name
         with self._lock:
-            env = self._role_envs.get(role.name)
+            env = self._role_envs.get(key)
             if env is None or env.role is not role:
                 env = Environment(
                     self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
                 )
                 env.binding = self.binding
                 env.policy = self.policy
-                self._role_envs[role.name] = env
+                env.caller = caller
+                self._role_envs[key] = env
             return env
 
     @property
@@ -204,7 +210,9 @@ class Environment:
     @property
     def grounder(self) -> Grounder:
         if self._grounder is None:
-            self._grounder = Grounder(self.secure, self.settings, self.values, scope=(self.name, self.role.name))
+            self._grounder = Grounder(
+                self.secure, self.settings, self.values, scope=(self.name, self.role.name + self.caller)
+            )
         return self._grounder
 
     def index_leads(self) -> dict[str, set[str]] | None:
