@@ -131,7 +131,9 @@ class SecurePath:
         placeholder is written by us from its name, a value only ever goes to the driver."""
         style = self.engine.parameter_style
         if style is None:
-            raise ConfigError(f"tools declared in a policy file do not run on {self.engine.name} yet.")
+            raise ConfigError(
+                f"tools declared in a policy file and row filters reading claims do not run on {self.engine.name} yet."
+            )
         names = {node.this for node in tree.find_all(exp.Placeholder)}
         if names != set(values):
             raise InvalidArgument("the statement's parameters and the values given differ.")

@@ -9,13 +9,17 @@ HTTP gate set for the request (`CLAIMS`), to those placeholders.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from sophrosyne import engines
 from sophrosyne.errors import AccessDenied, ConfigError
+
+if TYPE_CHECKING:
+    from sophrosyne.sql.policy.roles import Role
 
 CLAIM_PREFIX = "sophrosyne_claim_"
 CLAIM_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -65,3 +69,18 @@ def claim_values(names: set[str]) -> dict[str, Any]:
             )
         values[CLAIM_PREFIX + name] = value
     return values
+
+
+def check_claims(roles: Iterable[Role], dialect: str | None) -> None:
+    """ConfigError at start when a role's row filters read claims on an engine whose driver is not given
+    parameters yet (DuckDB, Spark): every statement of such a role would be refused."""
+    engine = engines.for_dialect(dialect or "sqlite")
+    if engine.parameter_style is not None:
+        return
+    for role in roles:
+        if claims := role.claims_read():
+            raise ConfigError(
+                f"role `{role.name}` has row filters reading the caller's claims ({', '.join(sorted(claims))}), "
+                f"which do not run on {engine.name} yet.",
+                hint="Use literal row filters on this source, or serve it from PostgreSQL, MySQL or SQLite.",
+            )

@@ -13,6 +13,7 @@ from typing import Any
 from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.errors import ConfigError
 from sophrosyne.schema.catalog import Catalog
+from sophrosyne.sql.policy.claims import check_claims
 from sophrosyne.sql.policy.identity import Identity, parse_identity
 from sophrosyne.sql.policy.names import check_names, closest
 from sophrosyne.sql.policy.roles import Role, TableRule
@@ -65,6 +66,7 @@ class Policy:
         database does not have: a misspelt name must not leave the table it meant unguarded."""
         check_names(self.roles.values(), self.where, catalog)
         check_tools(self.tools, self.roles, catalog)
+        check_claims(self.roles.values(), catalog.dialect)
 
     def tools_of(self, role: Role) -> list[DeclaredTool]:
         """The declared tools `role` gets."""
