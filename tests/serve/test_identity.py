@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ResourceTemplateReference
 
 from fixtures.engines import build_sqlite
 from fixtures.identity import RESOURCE, Provider, identity_provider
@@ -24,6 +25,7 @@ from sophrosyne.audit import summarize
 from sophrosyne.environment import Environment
 from sophrosyne.errors import AccessDenied, ConfigError
 from sophrosyne.serve import oauth
+from sophrosyne.serve.features import TEMPLATE
 from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 from sophrosyne.sql.policy import hash_token, parse_policy
@@ -36,6 +38,7 @@ INITIALIZE = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
+TABLES = ResourceTemplateReference(type="ref/resource", uri=TEMPLATE)
 ROWS = "SELECT employee_id, department FROM employees ORDER BY employee_id"
 
 
@@ -355,3 +358,23 @@ def test_a_wrong_identity_policy_is_refused_at_start(case: str) -> None:
     data, message = POLICY_ERRORS[case]
     with pytest.raises(ConfigError, match=message):
         parse_policy(data)
+
+
+def test_resources_prompts_and_completions_name_the_caller(
+    served: tuple[MCPServer, Path, Path], provider: Provider
+) -> None:
+    server, log, _ = served
+    before = len(log.read_text().splitlines()) if log.exists() else 0
+    token = provider.token(sub="user-cy", email="cy@example.com", department="D042")
+
+    async def run() -> None:
+        async with over_http(server, token) as (_, client):
+            assert client is not None
+            await client.list_resources()
+            await client.get_prompt("explore", {"question": "Who was absent?"})
+            await client.complete(TABLES, {"name": "table", "value": "e"})
+
+    anyio.run(run)
+    written = [json.loads(line) for line in log.read_text().splitlines()[before:]]
+    assert [r["tool"] for r in written] == ["resources/list", "prompts/get", "completion/complete"]
+    assert all((r["subject"], r["email"], r["role"]) == ("user-cy", "cy@example.com", "clerk") for r in written)

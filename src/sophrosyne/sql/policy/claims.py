@@ -11,15 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
 from sophrosyne import engines
 from sophrosyne.errors import AccessDenied, ConfigError
-
-if TYPE_CHECKING:
-    from sophrosyne.sql.policy.roles import Role
 
 CLAIM_PREFIX = "sophrosyne_claim_"
 CLAIM_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -71,16 +68,16 @@ def claim_values(names: set[str]) -> dict[str, Any]:
     return values
 
 
-def check_claims(roles: Iterable[Role], dialect: str | None) -> None:
-    """ConfigError at start when a role's row filters read claims on an engine whose driver is not given
-    parameters yet (DuckDB, Spark): every statement of such a role would be refused."""
+def check_claims(claims_by_role: Iterable[tuple[str, set[str]]], dialect: str | None) -> None:
+    """ConfigError at start when a role's row filters read claims (role name, claims it reads) on an engine
+    whose driver is not given parameters yet (DuckDB, Spark): every statement of such a role would be refused."""
     engine = engines.for_dialect(dialect or "sqlite")
     if engine.parameter_style is not None:
         return
-    for role in roles:
-        if claims := role.claims_read():
+    for name, claims in claims_by_role:
+        if claims:
             raise ConfigError(
-                f"role `{role.name}` has row filters reading the caller's claims ({', '.join(sorted(claims))}), "
+                f"role `{name}` has row filters reading the caller's claims ({', '.join(sorted(claims))}), "
                 f"which do not run on {engine.name} yet.",
                 hint="Use literal row filters on this source, or serve it from PostgreSQL, MySQL or SQLite.",
             )

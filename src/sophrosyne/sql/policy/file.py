@@ -66,7 +66,7 @@ class Policy:
         database does not have: a misspelt name must not leave the table it meant unguarded."""
         check_names(self.roles.values(), self.where, catalog)
         check_tools(self.tools, self.roles, catalog)
-        check_claims(self.roles.values(), catalog.dialect)
+        check_claims(((r.name, r.claims_read()) for r in self.roles.values()), catalog.dialect)
 
     def tools_of(self, role: Role) -> list[DeclaredTool]:
         """The declared tools `role` gets."""
