@@ -35,6 +35,10 @@ logger = logging.getLogger("sophrosyne.environment")
 CLOSE_WAIT_S = 2.0
 
 
+# Views kept for callers of roles whose row filters read claims (for_role): a caller past them is set up anew.
+CALLER_VIEWS = 256
+
+
 class Environment:
     """The fine-grained API over one database, seen through one role."""
 
@@ -138,8 +142,18 @@ class Environment:
                 env.binding = self.binding
                 env.policy = self.policy
                 env.caller = caller
+                if caller:
+                    self._forget_a_caller()
                 self._role_envs[key] = env
             return env
+
+    def _forget_a_caller(self) -> None:
+        """Keep at most CALLER_VIEWS callers' views (each holds its own caches): the oldest goes first; its
+        background threads are joined at close like this view's own."""
+        callers = [key for key in self._role_envs if "\x00" in key]
+        if len(callers) >= CALLER_VIEWS:
+            gone = self._role_envs.pop(callers[0])
+            self._threads.extend(gone._threads)
 
     @property
     def name(self) -> str:

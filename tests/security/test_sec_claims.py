@@ -69,3 +69,18 @@ def test_a_claim_written_as_sql_matches_nothing(env: Environment, engine: str) -
         assert rows(env.for_role(CLAIMED, "eve"), "SELECT employee_id FROM employees") == []
     finally:
         CLAIMS.reset(mark)
+
+
+def test_callers_views_are_their_own_and_bounded(
+    env: Environment, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if engine != "sqlite":
+        pytest.skip("the views are the Environment's, the same on every engine")
+    from sophrosyne import environment
+
+    monkeypatch.setattr(environment, "CALLER_VIEWS", 3)
+    views = [env.for_role(CLAIMED, f"caller-{i}") for i in range(5)]
+    assert len({id(v) for v in views}) == 5  # no caller shares another's caches
+    assert env.for_role(CLAIMED, "caller-4") is views[4]
+    assert env.for_role(CLAIMED, "caller-0") is not views[0]  # the oldest were let go
+    assert sum("\x00" in key for key in env._role_envs) <= 3
