@@ -55,5 +55,8 @@ def client_configuration(
     config = json.dumps({"mcpServers": {"sophrosyne": entry}})
     lines = ["client configuration (Claude Code, then the mcpServers JSON of Cursor and others):", claude, config]
     if token:
-        lines.append(f"set {TOKEN_VARIABLE} to a bearer token whose sha256 the policy lists.")
+        lines.append(
+            f"set {TOKEN_VARIABLE} to a bearer token whose sha256 the policy lists, or an access token of the "
+            "policy's identity provider (an OAuth client finds the provider itself: docs/identity.md)."
+        )
     return "\n".join(lines)
