@@ -44,6 +44,18 @@ class AuditRecord:
     response_tokens: int | None = None
     error_code: str | None = None
     error_message: str | None = None
+    # Who called: the token's subject (`token:` and its hash's start for a static token; None over stdio), and
+    # the email its claims give, if any; `role` is the role the token or its claims gave.
+    subject: str | None = None
+    email: str | None = None
+
+    @property
+    def caller(self) -> str:
+        """Who called, as a person reads it: the email, else the subject; "-" for a call that names no one."""
+        return self.email or self.subject or "-"
+
+    def called_by(self, who: str) -> bool:
+        return who == self.subject or (self.email is not None and who.casefold() == self.email.casefold())
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, default=str, separators=(",", ":"))
@@ -113,9 +125,25 @@ class AuditLog:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     @contextmanager
-    def call(self, session: str, role: str, tool: str, arguments: dict[str, Any]) -> Iterator[AuditRecord]:
+    def call(
+        self,
+        session: str,
+        role: str,
+        tool: str,
+        arguments: dict[str, Any],
+        subject: str | None = None,
+        email: str | None = None,
+    ) -> Iterator[AuditRecord]:
         """Time a tool call and write its record on exit, with the error if it raised (and re-raise)."""
-        record = AuditRecord(session=session, role=role, tool=tool, arguments=dict(arguments), time=now_iso())
+        record = AuditRecord(
+            session=session,
+            role=role,
+            tool=tool,
+            subject=subject,
+            email=email,
+            arguments=dict(arguments),
+            time=now_iso(),
+        )
         start = time.perf_counter()
         try:
             yield record
@@ -169,6 +197,7 @@ class AuditSummary:
     calls_per_tool: Counter[str] = field(default_factory=Counter)
     ms_per_tool: dict[str, list[float]] = field(default_factory=dict)
     calls_per_role: Counter[str] = field(default_factory=Counter)
+    calls_per_caller: Counter[str] = field(default_factory=Counter)
     tables_touched: Counter[str] = field(default_factory=Counter)
     errors_per_code: Counter[str] = field(default_factory=Counter)
     errors: list[AuditRecord] = field(default_factory=list)  # the most recent, newest last
@@ -177,8 +206,9 @@ class AuditSummary:
     response_tokens: int = 0
 
 
-def summarize(path: str | Path, *, top: int = 10) -> AuditSummary:
-    """Calls per tool and role, tables touched (from the executed SQL), errors and the slowest calls."""
+def summarize(path: str | Path, *, top: int = 10, caller: str | None = None) -> AuditSummary:
+    """Calls per tool, role and caller, tables touched (from the executed SQL), errors and the slowest calls;
+    with `caller`, only the calls of the caller of that subject or email (the email's case aside)."""
     summary = AuditSummary()
     sessions: set[str] = set()
     records: list[AuditRecord] = []
@@ -186,12 +216,15 @@ def summarize(path: str | Path, *, top: int = 10) -> AuditSummary:
         if record is None:
             summary.bad_lines += 1
             continue
+        if caller is not None and not record.called_by(caller):
+            continue
         records.append(record)
         summary.calls += 1
         sessions.add(record.session)
         summary.calls_per_tool[record.tool] += 1
         summary.ms_per_tool.setdefault(record.tool, []).append(float(record.ms or 0))
         summary.calls_per_role[record.role] += 1
+        summary.calls_per_caller[record.caller] += 1
         summary.rows += record.rows or 0
         summary.response_tokens += record.response_tokens or 0
         if record.time:
@@ -247,6 +280,7 @@ def render_summary(summary: AuditSummary, console: Console) -> None:
         tools.add_row(tool, str(count), f"{_percentile(times, 0.5):.1f}", f"{_percentile(times, 0.95):.1f}")
     console.print(tools)
     _counts(console, "Calls per role", "role", summary.calls_per_role)
+    _counts(console, "Calls per caller", "caller", summary.calls_per_caller)
     _counts(console, "Tables touched", "table", summary.tables_touched)
     if summary.errors_per_code:
         _counts(console, "Errors", "code", summary.errors_per_code)
@@ -257,11 +291,11 @@ def render_summary(summary: AuditSummary, console: Console) -> None:
             recent.add_row(r.time, r.session, r.tool, r.error_code or "", r.error_message or "")
         console.print(recent)
     slow = RichTable(title="Slowest calls")
-    for name in ("ms", "tool", "session", "role", "sql / arguments"):
+    for name in ("ms", "tool", "caller", "role", "sql / arguments"):
         slow.add_column(name, overflow="fold", justify="right" if name == "ms" else "left")
     for r in summary.slowest:
         what = r.sql_written or json.dumps(r.arguments, ensure_ascii=False, default=str)
-        slow.add_row(f"{r.ms:.1f}", r.tool, r.session, r.role, what[:160])
+        slow.add_row(f"{r.ms:.1f}", r.tool, r.caller, r.role, what[:160])
     console.print(slow)
 
 

@@ -35,6 +35,10 @@ logger = logging.getLogger("sophrosyne.environment")
 CLOSE_WAIT_S = 2.0
 
 
+# Views kept for callers of roles whose row filters read claims (for_role): a caller past them is set up anew.
+CALLER_VIEWS = 256
+
+
 class Environment:
     """The fine-grained API over one database, seen through one role."""
 
@@ -53,6 +57,7 @@ class Environment:
         self.descriptions = descriptions
         self.values = values or ValueCache()
         self.policy: Policy | None = None
+        self.caller = ""  # whose claims this view's row filters read (for_role)
         self._moderator: Moderator | None = None
         self._grounder: Grounder | None = None
         self._role_envs: dict[str, Environment] = {}
@@ -120,20 +125,35 @@ class Environment:
                 raise
         return env
 
-    def for_role(self, role: Role) -> Environment:
-        """The same database, catalog and caches, seen by another role (kept, so each role is set up once)."""
-        if role is self.role:
+    def for_role(self, role: Role, caller: str = "") -> Environment:
+        """The same database, catalog and caches, seen by another role (kept, so each role is set up once).
+
+        `caller`: for a role whose row filters read the caller's claims, who calls (claims.caller_key): each
+        caller gets a view of its own, so values read for one (the grounder's cache) never reach another."""
+        if role is self.role and caller == self.caller:
             return self
+        key = f"{role.name}\x00{caller}" if caller else role.name
         with self._lock:
-            env = self._role_envs.get(role.name)
+            env = self._role_envs.get(key)
             if env is None or env.role is not role:
                 env = Environment(
                     self.db, settings=self.settings, role=role, descriptions=self.descriptions, values=self.values
                 )
                 env.binding = self.binding
                 env.policy = self.policy
-                self._role_envs[role.name] = env
+                env.caller = caller
+                if caller:
+                    self._forget_a_caller()
+                self._role_envs[key] = env
             return env
+
+    def _forget_a_caller(self) -> None:
+        """Keep at most CALLER_VIEWS callers' views (each holds its own caches): the oldest goes first; its
+        background threads are joined at close like this view's own."""
+        callers = [key for key in self._role_envs if "\x00" in key]
+        if len(callers) >= CALLER_VIEWS:
+            gone = self._role_envs.pop(callers[0])
+            self._threads.extend(gone._threads)
 
     @property
     def name(self) -> str:
@@ -204,7 +224,9 @@ class Environment:
     @property
     def grounder(self) -> Grounder:
         if self._grounder is None:
-            self._grounder = Grounder(self.secure, self.settings, self.values, scope=(self.name, self.role.name))
+            self._grounder = Grounder(
+                self.secure, self.settings, self.values, scope=(self.name, self.role.name + self.caller)
+            )
         return self._grounder
 
     def index_leads(self) -> dict[str, set[str]] | None:

@@ -18,7 +18,7 @@ CASES: dict[str, tuple[str, str, int | None, str | None]] = {
         "foo = 1\n[roles.a]\n",
         "unknown key `foo`",
         None,
-        "expected one of: default_role, roles, tokens, tools",
+        "expected one of: default_role, identity, roles, tokens, tools",
     ),
     "roles_not_a_table": ("roles = 1\n", "`roles` must be a dict, not int", None, None),
     "no_role": ('default_role = "a"\n', "the policy defines no role", None, "add a [roles.NAME] table"),

@@ -26,17 +26,21 @@ from sophrosyne.errors import ConfigError, InvalidArgument, SophrosyneError
 def audit(
     log: Annotated[Path, typer.Argument(help="A JSONL audit log written by `serve --audit-log`.")],
     top: Annotated[int, typer.Option(help="How many slowest calls and recent errors to show.", min=1)] = 10,
+    caller: Annotated[
+        str | None,
+        typer.Option(help="Only the calls of this caller: a token's subject or email (e.g. --caller ada@example.com)."),
+    ] = None,
 ) -> None:
-    """Summarize an audit log: calls per tool and role, tables touched, errors, slowest calls.
+    """Summarize an audit log: calls per tool, role and caller, tables touched, errors, slowest calls.
 
-    Example: sophrosyne audit audit.jsonl
+    Example: sophrosyne audit audit.jsonl --caller ada@example.com
     """
     from sophrosyne.audit import render_summary, summarize
 
     with reported():
         if not log.is_file():
             raise ConfigError(f"audit log `{log}` does not exist.", hint="Give the file `serve --audit-log` wrote.")
-        render_summary(summarize(log, top=top), console)
+        render_summary(summarize(log, top=top, caller=caller), console)
 
 
 def ask(

@@ -1,8 +1,11 @@
-"""Bearer tokens over HTTP: the MCP endpoint needs a token that a source's policy lists, and says so plainly.
+"""Bearer tokens over HTTP: the MCP endpoint needs a token that a source's policy lists, or an access token of
+the policy's identity provider (`[identity]`), and says plainly why a token is refused.
 
-The tokens are the policy's own (sha256 hashes in `[tokens]`); no authorization server issues them, so none is
-advertised: no OAuth metadata routes, no `resource_metadata` in the 401, which would send OAuth-capable clients
-into a flow that cannot succeed. The 401 says what to send instead.
+Static tokens are the policy's own (sha256 hashes in `[tokens]`). With an identity provider the server is an
+OAuth 2.1 resource server (MCP authorization): it publishes its protected-resource metadata (RFC 9728) naming
+the provider, a 401 points to it (`resource_metadata`), and a JWT is checked offline (oauth.py), its claims
+given a role by the policy's rules. Without one, no OAuth is advertised: no metadata routes, no
+`resource_metadata`, which would send OAuth-capable clients into a flow that cannot succeed.
 """
 
 from __future__ import annotations
@@ -13,7 +16,15 @@ from typing import TYPE_CHECKING
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.routes import build_resource_metadata_url
+from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
+
+from sophrosyne.errors import ConfigError
+from sophrosyne.serve.oauth import JwtVerifier, Refused
+from sophrosyne.sql.policy.claims import CLAIMS
+from sophrosyne.sql.policy.file import hash_token
+from sophrosyne.sql.policy.identity import Identity
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -27,15 +38,39 @@ HOW = (
 )
 
 
-class PolicyTokens:
-    """Bearer tokens to roles, from each source's hashed tokens (the SDK's TokenVerifier protocol).
+def shared_identity(sources: Sources) -> Identity | None:
+    """The identity provider of the sources' policies: one issuer, key set and resource for the whole server
+    (each policy keeps its own claim rules); ConfigError when two policies name different ones."""
+    found: Identity | None = None
+    for name, env in sources.environments.items():
+        identity = env.policy.identity if env.policy is not None else None
+        if identity is None:
+            continue
+        if found is not None and (found.issuer, found.jwks_url, found.resource) != (
+            identity.issuer,
+            identity.jwks_url,
+            identity.resource,
+        ):
+            raise ConfigError(
+                f"the policy of source `{name}` names another identity provider or resource than another source's",
+                hint="One server is one resource: give every policy the same issuer, jwks_url and resource.",
+            )
+        found = found or identity
+    return found
 
-    A token names one role per source whose policy lists it; the roles ride in the access token's scopes as
+
+class PolicyTokens:
+    """Bearer tokens to roles, from each source's hashed tokens (the SDK's TokenVerifier protocol) and, with an
+    identity provider, from the claims of its access tokens (`admit`).
+
+    A token names one role per source whose policy gives it one; the roles ride in the access token's scopes as
     `source=role`, so a source whose policy does not know the token refuses it.
     """
 
     def __init__(self, sources: Sources) -> None:
         self.sources = sources
+        self.identity = shared_identity(sources)
+        self.jwt = JwtVerifier(self.identity) if self.identity is not None else None
 
     async def verify_token(self, token: str) -> AccessToken | None:
         roles = []
@@ -45,7 +80,43 @@ class PolicyTokens:
                 roles.append(f"{name}={role.name}")
         if not roles:
             return None
-        return AccessToken(token="", client_id="sophrosyne", scopes=roles)
+        # Named in the audit by its hash's start: the token itself is never kept.
+        return AccessToken(token="", client_id="sophrosyne", scopes=roles, subject="token:" + hash_token(token)[:16])
+
+    async def admit(self, token: str) -> AccessToken:
+        """The caller a token stands for; Refused (401: not a valid token, 403: valid, but no role) says why."""
+        static = await self.verify_token(token)
+        if static is not None:
+            return static
+        if self.jwt is None:
+            raise Refused(f"The bearer token is not one this server knows: {HOW}")
+        claims = await self.jwt.verify(token)
+        roles = []
+        for name, env in self.sources.environments.items():
+            identity = env.policy.identity if env.policy is not None else None
+            role = identity.role_for(claims) if identity is not None else None
+            if role is not None:
+                roles.append(f"{name}={role}")
+        if not roles:
+            raise Refused(
+                f"your token is valid, but no rule of the server's policy gives a role to its claims "
+                f"(sub `{str(claims.get('sub'))[:80]}`); ask the server's operator for access.",
+                status=403,
+            )
+        client = claims.get("azp") or claims.get("client_id") or "oauth"
+        return AccessToken(
+            token="",
+            client_id=str(client),
+            scopes=roles,
+            expires_at=int(claims["exp"]),
+            resource=self.jwt.identity.resource,
+            subject=str(claims["sub"]),
+            claims=claims,
+        )
+
+    def metadata_url(self) -> str | None:
+        """Where the protected-resource metadata is (RFC 9728), with an identity provider."""
+        return str(build_resource_metadata_url(AnyHttpUrl(self.identity.resource))) if self.identity else None
 
 
 def roles_of(user: object) -> dict[str, str] | None:
@@ -70,15 +141,27 @@ class BearerGate:
             await self.app(scope, receive, send)
             return
         given = _bearer(scope)
-        access = await self.tokens.verify_token(given) if given else None
+        access: AccessToken | None = None
+        refused: Refused | None = None
+        if given:
+            try:
+                access = await self.tokens.admit(given)
+            except Refused as exc:
+                refused = exc
         if access is None:
             if self._protects(scope["path"]):
-                await _refuse(send, given is not None)
+                await _refuse(send, refused, given is not None, self.tokens.metadata_url())
                 return
-        else:
-            user = AuthenticatedUser(access)
-            scope = {**scope, "user": user, "auth": AuthCredentials(access.scopes)}
-        await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
+            return
+        user = AuthenticatedUser(access)
+        scope = {**scope, "user": user, "auth": AuthCredentials(access.scopes)}
+        # The claims a role's row filters may read (policy/claims.py), for this request only.
+        mark = CLAIMS.set(access.claims)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CLAIMS.reset(mark)
 
     def _protects(self, path: str) -> bool:
         return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.paths)
@@ -93,23 +176,36 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-async def _refuse(send: Send, token_given: bool) -> None:
-    # RFC 6750: a request without credentials gets the scheme and realm only; a bad token, `invalid_token`.
-    if token_given:
-        error, description = "invalid_token", f"The bearer token is not one this server knows: {HOW}"
-        challenge = f'Bearer realm="{REALM}", error="invalid_token"'
+async def _refuse(send: Send, refused: Refused | None, token_given: bool, metadata: str | None) -> None:
+    # RFC 6750: a request without credentials gets the scheme and realm only; a bad token, `invalid_token`; a
+    # valid one without a role, 403 `insufficient_scope`. With an identity provider, every challenge names the
+    # resource metadata (RFC 9728 section 5.1), where a client finds the authorization server.
+    status = 401
+    if refused is not None:
+        status = refused.status
+        error = "invalid_token" if status == 401 else "insufficient_scope"
+        description = refused.reason
+    elif token_given:
+        error, description = "invalid_token", "The Authorization header must use the Bearer scheme."
     else:
-        error, description = "token_required", f"This server needs a bearer token: {HOW}"
-        challenge = f'Bearer realm="{REALM}"'
+        error = "token_required"
+        description = "This server needs a bearer token: " + (
+            "an access token of its identity provider (see the resource metadata)." if metadata else HOW
+        )
+    parts = [f'realm="{REALM}"']
+    if refused is not None or token_given:
+        parts.append(f'error="{error}"')
+    if metadata is not None:
+        parts.append(f'resource_metadata="{metadata}"')
     body = json.dumps({"error": error, "error_description": description}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 401,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", challenge.encode()),
+                (b"www-authenticate", ("Bearer " + ", ".join(parts)).encode()),
             ],
         }
     )

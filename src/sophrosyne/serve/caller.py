@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Annotated, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -32,7 +33,17 @@ def caller_view(sources: Sources, source: str | None) -> Environment:
         raise AccessDenied(f"your token gives no role on source `{name}`.", hint="Use a token of that source.")
     if role not in env.policy.roles:
         raise AccessDenied("the token's role no longer exists.", hint="Ask for a new token.")
-    return env.for_role(env.policy.role(role))
+    granted = env.policy.role(role)
+    return env.for_role(granted, caller_key(granted.claims_read(), token.claims))
+
+
+def caller_key(claimed: set[str], claims: dict[str, Any] | None) -> str:
+    """Who the caller is to a role whose row filters read `claimed`: the values of those claims (hashed), so
+    callers alike share a view and no other does; "" for a role that reads none."""
+    if not claimed:
+        return ""
+    values = json.dumps([(claims or {}).get(name) for name in sorted(claimed)], default=str)
+    return hashlib.sha256(values.encode()).hexdigest()[:32]
 
 
 def client_of(ctx: ServerRequestContext[Any, Any]) -> str:

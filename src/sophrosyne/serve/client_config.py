@@ -142,7 +142,16 @@ def stdio_launch(
 
 def http_launch(url: str, *, token: bool) -> Launch:
     """A client's way to reach a server over HTTP, with the bearer token by reference when a policy asks for one."""
-    secrets = (Secret(TOKEN_VARIABLE, "a bearer token whose sha256 the policy lists"),) if token else ()
+    secrets = (
+        (
+            Secret(
+                TOKEN_VARIABLE,
+                "a bearer token whose sha256 the policy lists, or an access token of its identity provider",
+            ),
+        )
+        if token
+        else ()
+    )
     return Launch(url=url, secrets=secrets)
 
 

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
@@ -81,7 +82,13 @@ def run_audited(
         role, dialect = view.role.name, view.dialect
     except SophrosyneError:
         role, dialect = "", ""  # the call itself reports the error
-    with audit.call(SESSION, role, name, arguments) as record, statements() as ran:
+    token = get_access_token()
+    subject = token.subject if token is not None else None
+    email = (token.claims or {}).get("email") if token is not None else None
+    with (
+        audit.call(SESSION, role, name, arguments, subject, email if isinstance(email, str) else None) as record,
+        statements() as ran,
+    ):
         record.dialect = dialect
         try:
             result = work()

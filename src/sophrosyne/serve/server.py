@@ -6,12 +6,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.routes import create_protected_resource_routes
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import Resource
 from mcp.types import Tool as MCPTool
-from pydantic import ValidationError
+from pydantic import AnyHttpUrl, ValidationError
 from starlette.applications import Starlette
+from starlette.routing import Route
 
 from sophrosyne.audit import AuditLog
 from sophrosyne.base.text import shorten
@@ -30,6 +32,8 @@ from sophrosyne.serve.tools import add_declared_tools, add_tools, shown_to_calle
 from sophrosyne.sources import Sources
 from sophrosyne.tools.arguments import argument_error
 from sophrosyne.tools.execute_sql import QueryOutput
+
+ROOT_METADATA = "/.well-known/oauth-protected-resource"
 
 # Every word here is paid for by every client on every connection: keep it short (a test holds the total).
 INSTRUCTIONS = """\
@@ -63,6 +67,15 @@ class SophrosyneMCP(LeanServer):
             # middleware makes it the tools' access token (get_access_token).
             app.add_middleware(AuthContextMiddleware)
             app.add_middleware(BearerGate, tokens=self.tokens, paths=(streamable_http_path,))
+            identity = self.tokens.identity
+            if identity is not None:
+                # RFC 9728: at the resource's own path, and at the root for clients that look there first.
+                routes = create_protected_resource_routes(
+                    AnyHttpUrl(identity.resource), [AnyHttpUrl(identity.issuer)], resource_name="sophrosyne"
+                )
+                app.router.routes.extend(routes)
+                if routes[0].path != ROOT_METADATA:
+                    app.router.routes.append(Route(ROOT_METADATA, routes[0].endpoint, methods=["GET", "OPTIONS"]))
         return app
 
     async def list_resources(self) -> list[Resource]:
@@ -99,10 +112,11 @@ def build_server(
     sources = target if isinstance(target, Sources) else Sources.single(target)
     server = SophrosyneMCP(name=name, instructions=INSTRUCTIONS, version=__version__)
     if require_token:
-        if not any(env.policy is not None and env.policy.token_hashes for env in sources.environments.values()):
+        policies = [env.policy for env in sources.environments.values() if env.policy is not None]
+        if not any(policy.token_hashes or policy.identity for policy in policies):
             raise AccessDenied(
-                "HTTP with tokens needs a policy file with a [tokens] table.",
-                hint="Add sha256 token hashes to the policy (see examples/policy.toml).",
+                "HTTP with tokens needs a policy file with a [tokens] table or an [identity] provider.",
+                hint="Add sha256 token hashes to the policy (see examples/policy.toml), or see docs/identity.md.",
             )
         server.tokens = PolicyTokens(sources)
     settings = sources.settings

@@ -17,6 +17,7 @@ from sophrosyne.settings import Settings
 from sophrosyne.sql import guard
 from sophrosyne.sql.lookup import explain_error
 from sophrosyne.sql.policy import Role, reads_fences, rewrite_for, shown_columns
+from sophrosyne.sql.policy.claims import claim_values, claims_used
 from sophrosyne.sql.queries import distinct_query
 from sophrosyne.sql.shape import ShapeLimits
 
@@ -92,6 +93,8 @@ class SecurePath:
         expression = guard.check_sql(
             sql, dialect, ShapeLimits.from_settings(self.settings), self.settings.limits.sql_max_size_argument
         )
+        if claims_used(expression):
+            raise InvalidArgument("the statement names a placeholder kept for the policy's claims.")
         # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
         rewritten = (
             expression if self.role.unrestricted else rewrite_for(self.role, expression, self._policed(), dialect)
@@ -101,6 +104,10 @@ class SecurePath:
         executed = guard.render(rewritten, dialect, copy=rewritten is expression)
         guard.check_sent(executed, self.engine.name)
         bound = None
+        claimed = claims_used(rewritten) if rewritten is not expression else set()
+        if claimed:
+            # The caller's claims, which the role's row filters read, go to the driver as parameters.
+            values = {**(values or {}), **claim_values(claimed)}
         if values is not None:
             executed, bound = self._parameters(rewritten, values)
         sent = f"{self.db.engine.explain} {executed}" if explain else executed
@@ -124,7 +131,9 @@ class SecurePath:
         placeholder is written by us from its name, a value only ever goes to the driver."""
         style = self.engine.parameter_style
         if style is None:
-            raise ConfigError(f"tools declared in a policy file do not run on {self.engine.name} yet.")
+            raise ConfigError(
+                f"tools declared in a policy file and row filters reading claims do not run on {self.engine.name} yet."
+            )
         names = {node.this for node in tree.find_all(exp.Placeholder)}
         if names != set(values):
             raise InvalidArgument("the statement's parameters and the values given differ.")

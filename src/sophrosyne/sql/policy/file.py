@@ -13,12 +13,14 @@ from typing import Any
 from sophrosyne.base.toml_lines import TomlLines
 from sophrosyne.errors import ConfigError
 from sophrosyne.schema.catalog import Catalog
+from sophrosyne.sql.policy.claims import check_claims
+from sophrosyne.sql.policy.identity import Identity, parse_identity
 from sophrosyne.sql.policy.names import check_names, closest
 from sophrosyne.sql.policy.roles import Role, TableRule
 from sophrosyne.sql.policy.row_filter import parse_row_filter
 from sophrosyne.sql.policy.tools import DeclaredTool, check_tools, parse_tools
 
-_TOP_KEYS = {"default_role", "roles", "tokens", "tools"}
+_TOP_KEYS = {"default_role", "identity", "roles", "tokens", "tools"}
 _ROLE_KEYS = {"description", "deny", "unlisted", "tables", "free_sql"}
 _TABLE_KEYS = {"row_filter", "columns", "hidden"}
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
@@ -33,6 +35,7 @@ class Policy:
     token_hashes: dict[str, str] = field(default_factory=dict)  # sha256 hex -> role name
     lines: TomlLines | None = None  # where each key is written, for errors that name the line
     tools: list[DeclaredTool] = field(default_factory=list)  # the [[tools]] of the file (policy/tools.py)
+    identity: Identity | None = None  # the identity provider whose tokens give roles by claims (identity.py)
 
     def where(self, *keys: str, value: str | None = None) -> str:
         """`file:line` of a key (or of a value in it), to begin an error with; empty without a file."""
@@ -63,6 +66,7 @@ class Policy:
         database does not have: a misspelt name must not leave the table it meant unguarded."""
         check_names(self.roles.values(), self.where, catalog)
         check_tools(self.tools, self.roles, catalog)
+        check_claims(((r.name, r.claims_read()) for r in self.roles.values()), catalog.dialect)
 
     def tools_of(self, role: Role) -> list[DeclaredTool]:
         """The declared tools `role` gets."""
@@ -120,7 +124,18 @@ def parse_policy(data: dict[str, Any], lines: TomlLines | None = None) -> Policy
             raise ConfigError(f"{at}tokens: a token maps to unknown role `{role}`", hint=_roles_hint(role, roles))
         tokens[digest] = role
     tools = parse_tools(data.get("tools", []), roles, _entries(lines, "tools"))
-    return Policy(roles=roles, default_role_name=default, token_hashes=tokens, lines=lines, tools=tools)
+    identity = parse_identity(data["identity"], roles) if "identity" in data else None
+    for role in sorted(set(tokens.values())):
+        if claims := roles[role].claims_read():
+            # A static token carries no claims: every statement on such a table would be refused.
+            raise ConfigError(
+                f"tokens: a token maps to role `{role}`, whose row filters read the caller's claims "
+                f"({', '.join(sorted(claims))}), which a static token has none of",
+                hint="Give that role to callers through [[identity.rules]], or give the token another role.",
+            )
+    return Policy(
+        roles=roles, default_role_name=default, token_hashes=tokens, lines=lines, tools=tools, identity=identity
+    )
 
 
 def _entries(lines: TomlLines | None, name: str) -> list[str]:

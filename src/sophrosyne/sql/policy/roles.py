@@ -10,6 +10,7 @@ from typing import Any
 from sqlglot import exp
 
 from sophrosyne.schema.catalog import Column, Table
+from sophrosyne.sql.policy.claims import claims_used
 from sophrosyne.sql.policy.qualified import names_table
 from sophrosyne.sql.policy.row_filter import normalize_value, parse_row_filter, scope_of
 
@@ -126,6 +127,15 @@ class Role:
                 if inner.find(exp.AggFunc) or isinstance(projection, exp.Window):
                     return None
         return name
+
+    def claims_read(self) -> set[str]:
+        """The caller's claims this role's row filters read (`:claims.NAME`, see claims.py)."""
+        return {
+            name
+            for table, rule in self.tables.items()
+            if rule.row_filter
+            for name in claims_used(parse_row_filter(rule.row_filter, None, f"table `{table}`"))
+        }
 
     def _has_filter(self, table: str) -> bool:
         rule = self._rule(table)

@@ -12,6 +12,7 @@ from sqlglot.errors import ParseError
 
 from sophrosyne.errors import ConfigError
 from sophrosyne.sql import functions as sql_functions
+from sophrosyne.sql.policy.claims import CLAIM_PREFIX, claim_placeholder
 from sophrosyne.sql.syntax import syntax_error
 
 
@@ -66,6 +67,8 @@ def _parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
     except ValueError as error:
         raise ConfigError(f"row filter of {where} does not parse: {text!r}", hint=str(error)[:200]) from None
     predicate = statements[0] if len(statements) == 1 else exp.Block(expressions=statements)
+    # `:claims.NAME`, the caller's claim, becomes a placeholder bound per call (claims.py); any other is refused.
+    predicate = predicate.transform(lambda node: claim_placeholder(node, where) or node)
     if (
         not isinstance(predicate, exp.Condition)
         or isinstance(predicate, exp.Query)
@@ -80,6 +83,8 @@ def _parse_row_filter(text: str, dialect: str | None, where: str) -> exp.Expr:
             raise ConfigError(f"row filter of {where}: function `{name}` is not allowed" + (f": {why}" if why else ""))
         if isinstance(node, exp.Table) and (not isinstance(node.this, exp.Identifier) or node.args.get("db")):
             raise ConfigError(f"row filter of {where} may read only plain table names in its subqueries")
+        if isinstance(node, exp.Placeholder) and str(node.this).startswith(CLAIM_PREFIX):
+            continue
         if isinstance(node, exp.Placeholder | exp.Parameter):
             raise ConfigError(f"row filter of {where} may not contain parameters")
     return predicate
