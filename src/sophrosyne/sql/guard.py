@@ -3,37 +3,31 @@
 from __future__ import annotations
 
 import contextvars
+import difflib
 import logging
 import re
+import unicodedata
 from functools import lru_cache
+from pathlib import Path
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError, TokenError
-from sqlglot.tokenizer_core import Token
+from sqlglot.tokenizer_core import Token, TokenType
 
 from sophrosyne import engines
+from sophrosyne.base.text import shorten
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 from sophrosyne.sql import dialects, shape, sizes
 from sophrosyne.sql import functions as sql_functions
-from sophrosyne.sql.syntax import (
-    ARGUMENT_ERRORS,
-    HINT_QUERY,
-    QUERY_STARTS,
-    arguments_error,
-    raised_by_sqlglot,
-    render,
-    shown,
-    syntax_error,
-    token_error,
-    unknown_first_word,
-)
 
 __all__ = ["check_sent", "check_sql", "render"]
 
 _READ_ONLY = "only read-only queries (SELECT, WITH ... SELECT, set operations) run here."
 # The words a read-only query starts with, for a misspelt first word.
+_QUERY_STARTS = ("SELECT", "WITH", "VALUES")
+_HINT_QUERY = "Send exactly one SELECT (optionally with WITH, UNION, INTERSECT or EXCEPT) that only reads."
 _HINT_FUNCTION = (
     "Use ordinary SQL functions on this database's tables; "
     "file, network, admin and side-effecting functions are blocked."
@@ -80,6 +74,8 @@ _FILE_SUFFIX = re.compile(r"\.(csv|tsv|txt|parquet|json|jsonl|ndjson|xlsx|arrow|
 _PATH_CHARS = re.compile(r"[/\\:*?~]")
 # A name written as a path or a URL: absolute, home-relative, relative to here, a drive, a scheme.
 _PATH_START = re.compile(r"^(?:[/\\~]|\.\.?[/\\]|[A-Za-z]:[/\\]|\w+://)")
+_TOKEN_REPR = re.compile(r"<Token token_type: [^,]*, text: (.*?), line: \d+, col: \d+, start: \d+, end: \d+.*?>")
+_TOKEN_ERROR_AT = re.compile(r"from \d+:(\d+)$")
 
 # sqlglot logs a warning whenever it falls back to exp.Command; the guard refuses those anyway,
 # so it silences that logger while it parses, without touching other threads or callers.
@@ -122,7 +118,7 @@ def check_sql(
     # sqlglot yields None for an empty statement (`;;`) and Semicolon for a comment after the last `;`.
     present = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
     if not present:
-        raise RejectedSQL("The SQL is empty: there is no statement to run.", hint=HINT_QUERY)
+        raise RejectedSQL("The SQL is empty: there is no statement to run.", hint=_HINT_QUERY)
     if len(present) > 1:
         raise RejectedSQL(
             f"{len(present)} statements were sent: only one statement may run per call.",
@@ -132,7 +128,7 @@ def check_sql(
     if not isinstance(root, (exp.Select, exp.SetOperation, exp.Subquery)):
         first_word = next(token.text for token in tokens if token.text != ";")
         label = _label(root) if type(root) in _LABELS or isinstance(root, exp.Command) else first_word
-        raise RejectedSQL(f"`{shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=HINT_QUERY)
+        raise RejectedSQL(f"`{_shown(label.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     shape.check_tree(root, limits)
     budget = sizes.SizeBudget(size_limit or sizes.DEFAULT_LIMIT)
     for node in root.walk():
@@ -171,17 +167,17 @@ def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[T
         shape.check_tokens(tokens, limits)
         return tokens, parser.parse(tokens, sql)
     except ParseError as error:
-        raise (unknown_first_word(tokens) or syntax_error(error)) from None
+        raise (_unknown_first_word(tokens) or syntax_error(error)) from None
     except TokenError as error:
-        raise token_error(sql, error) from None
+        raise _token_error(sql, error) from None
     except SqlglotError as error:
-        raise SQLSyntaxError(f"The SQL could not be parsed: {error}", hint=HINT_QUERY) from None
-    except ARGUMENT_ERRORS as error:
+        raise SQLSyntaxError(f"The SQL could not be parsed: {error}", hint=_HINT_QUERY) from None
+    except _ARGUMENT_ERRORS as error:
         # sqlglot builds a function's node from its arguments as they come: too few or of a kind it does not
         # expect (`DATE_ADD(1)` on MySQL, `AND(*)` on Spark) fails in Python, not as a parse error.
-        if not raised_by_sqlglot(error):
+        if not _raised_by_sqlglot(error):
             raise
-        raise arguments_error(tokens, parser._index, engine) from None
+        raise _arguments_error(tokens, parser._index, engine) from None
     except RecursionError:
         # Nesting the token count does not see (NOT NOT ..., - - ...) still overflows the recursive parser.
         raise shape.too_deep(limits) from None
@@ -189,11 +185,140 @@ def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[T
         # sqlglot's parser runs off the end of a statement it half knows (`SHOW ALL` on DuckDB, which lists the
         # settings): a statement that is no query is refused as one, anything else as text that does not parse.
         first = next((token.text for token in tokens if token.text != ";"), "")
-        if first.upper() not in (*QUERY_STARTS, "(", "FROM"):
-            raise RejectedSQL(f"`{shown(first.upper())}` is not allowed: {_READ_ONLY}", hint=HINT_QUERY) from None
-        raise SQLSyntaxError("The SQL could not be parsed.", hint=HINT_QUERY) from None
+        if first.upper() not in (*_QUERY_STARTS, "(", "FROM"):
+            raise RejectedSQL(f"`{_shown(first.upper())}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY) from None
+        raise SQLSyntaxError("The SQL could not be parsed.", hint=_HINT_QUERY) from None
     finally:
         _parsing.reset(token)
+
+
+# What sqlglot raises, in parsing or in writing SQL, for a function called with arguments that do not fit it.
+_ARGUMENT_ERRORS = (TypeError, ValueError, AttributeError, KeyError, SqlglotError)
+
+
+def render(tree: exp.Expr, dialect: str | Dialect, *, copy: bool = True) -> str:
+    """The SQL of a checked statement for `dialect`. A function the parser took with arguments that do not fit
+    it can still fail when sqlglot writes it (`INITCAP()` on DuckDB, `REGEXP_REPLACE(a, b)` on Spark): that is
+    refused as a syntax error naming the function, never sqlglot's own exception."""
+    try:
+        return tree.sql(dialect=dialect, copy=copy)
+    except _ARGUMENT_ERRORS as error:
+        if not _raised_by_sqlglot(error):
+            raise
+        failing = next((f for f in _deepest_first(tree) if not _renders(f, dialect)), None)
+        name = sql_functions.written_name(failing, dialect) if failing else None
+        raise _arguments_error_for(name, dialect if isinstance(dialect, str) else type(dialect).__name__) from None
+
+
+def _deepest_first(tree: exp.Expr) -> list[exp.Func]:
+    return [node for node in reversed(list(tree.walk())) if isinstance(node, exp.Func)]
+
+
+def _renders(node: exp.Func, dialect: str | Dialect) -> bool:
+    try:
+        node.sql(dialect=dialect)
+    except _ARGUMENT_ERRORS:
+        return False
+    return True
+
+
+def _raised_by_sqlglot(error: BaseException) -> bool:
+    """Whether `error` comes from sqlglot's own code (its innermost frame), not from Sophrosyne's."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return isinstance(error, SqlglotError) or (
+        tb is not None and "sqlglot" in Path(tb.tb_frame.f_code.co_filename).parts
+    )
+
+
+def _arguments_error(tokens: list[Token], index: int, engine: Dialect) -> SQLSyntaxError:
+    """The parser failed building a function call: the function whose parenthesis is open at `index`."""
+    depth = 0
+    for at in range(min(index, len(tokens)) - 1, 0, -1):
+        kind = tokens[at].token_type
+        if kind == TokenType.R_PAREN:
+            depth += 1
+        elif kind == TokenType.L_PAREN and depth:
+            depth -= 1
+        elif kind == TokenType.L_PAREN:
+            name = tokens[at - 1]
+            return _arguments_error_for(name.text, type(engine).__name__, name.line, name.col - len(name.text) + 1)
+    return _arguments_error_for(None, type(engine).__name__)
+
+
+def _arguments_error_for(
+    name: str | None, dialect: str, line: int | None = None, column: int | None = None
+) -> SQLSyntaxError:
+    where = f" at line {line}, column {column}" if line is not None else ""
+    called = f"the function `{_shown(name)}`" if name else "a function"
+    return SQLSyntaxError(
+        f"Syntax error{where}: {called} is called with arguments it does not take (too few, too many, or of "
+        "another kind).",
+        hint=f"Give the function the arguments the {dialect} documentation lists, e.g. DATE_ADD(d, INTERVAL 1 DAY) "
+        "on MySQL.",
+        line=line,
+        column=column,
+    )
+
+
+_INTERNAL_CLASS = re.compile(r"(?:Required keyword: '\w+' missing)? for <class '(?:[\w.]+\.)?(\w+)'>")
+
+
+def _unknown_first_word(tokens: list[Token]) -> SQLSyntaxError | None:
+    """A statement whose first word misspells SELECT, WITH or VALUES (`SELEC * FROM t`): said so, rather than
+    what the parser made of the rest (`SELEC * FROM` reads as a multiplication missing its right side)."""
+    first = tokens[0] if tokens else None
+    if first is None or first.token_type != TokenType.VAR:
+        return None
+    close = difflib.get_close_matches(first.text.upper(), _QUERY_STARTS, n=1, cutoff=0.6)
+    if not close:
+        return None  # a word of another statement (START, SET): the parser's own error says where it fails
+    column = first.col - len(first.text) + 1
+    return SQLSyntaxError(
+        f"Syntax error at line {first.line}, column {column}: the statement starts with `{_shown(first.text)}`, "
+        f"which is not an SQL keyword: did you mean {close[0]}?",
+        hint=_HINT_QUERY,
+        line=first.line,
+        column=column,
+    )
+
+
+def syntax_error(error: ParseError) -> SQLSyntaxError:
+    """sqlglot's parse error in words: where, near what, and which clause is incomplete (no class names)."""
+    first = error.errors[0] if error.errors else {}
+    line, end_col = first.get("line"), first.get("col")
+    near = str(first.get("highlight") or "")
+    description = _TOKEN_REPR.sub(lambda m: f"`{m.group(1)}`", str(first.get("description") or error))
+    # sqlglot names its own classes ("... missing for <class 'sqlglot...Where'>"): say the clause instead.
+    description = _INTERNAL_CLASS.sub(lambda m: f"the {m.group(1).upper()} clause is incomplete", description)
+    # sqlglot points at the last character of the offending token; readers expect its first.
+    column = end_col - len(near) + 1 if isinstance(end_col, int) and near and "\n" not in near else end_col
+    where = f" at line {line}, column {column}" if line is not None else ""
+    shown = f" near `{_shown(near)}`" if near else ""
+    return SQLSyntaxError(
+        f"Syntax error{where}{shown}: {description}.",
+        hint="Fix the SQL at that position; send one read-only query written for this database's dialect.",
+        line=line,
+        column=column,
+    )
+
+
+def _token_error(sql: str, error: TokenError) -> SQLSyntaxError:
+    # The inner error names the offset where an unterminated string or comment starts. Compiled sqlglot
+    # (sqlglotc) keeps it as the context only: its `raise ... from` sets no cause.
+    match = _TOKEN_ERROR_AT.search(str(error.__cause__ or error.__context__ or ""))
+    line = column = None
+    if match and int(match.group(1)) <= len(sql):
+        before = sql[: int(match.group(1))]
+        line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+    where = f" at line {line}, column {column}" if line is not None else ""
+    return SQLSyntaxError(
+        f"The SQL could not be tokenized{where}: a string, quoted name or comment is not closed.",
+        hint="Close every quote and comment.",
+        line=line,
+        column=column,
+    )
 
 
 def _check_comments(tokens: list[Token]) -> None:
@@ -214,7 +339,7 @@ def _check_node(node: exp.Expr, engine: Engine, budget: sizes.SizeBudget) -> Non
             hint="Remove the FOR UPDATE / FOR SHARE clause.",
         )
     if not isinstance(node, _ALLOWED):
-        raise RejectedSQL(f"`{_label(node)}` is not allowed: {_READ_ONLY}", hint=HINT_QUERY)
+        raise RejectedSQL(f"`{_label(node)}` is not allowed: {_READ_ONLY}", hint=_HINT_QUERY)
     if isinstance(node, exp.Func):
         _check_function(node, engine)
         budget.check(node, engine.name)
@@ -222,7 +347,7 @@ def _check_node(node: exp.Expr, engine: Engine, budget: sizes.SizeBudget) -> Non
         _check_dot(node, engine)
     elif isinstance(node, exp.Operator):
         raise RejectedSQL(
-            f"`{shown(node.sql(dialect=engine.name))}` is not allowed: OPERATOR(...) names an operator by its "
+            f"`{_shown(node.sql(dialect=engine.name))}` is not allowed: OPERATOR(...) names an operator by its "
             "schema, and an operator runs a function.",
             hint="Write the operator itself (=, +, ||, ...).",
         )
@@ -235,13 +360,13 @@ def _check_node(node: exp.Expr, engine: Engine, budget: sizes.SizeBudget) -> Non
     if isinstance(node, exp.Parameter | exp.SessionParameter) and dialects.substitutes_variables(engine.name):
         # sqlglot writes `@name` (and `t@v1`, `$1`) back as `${name}` there, which the engine would substitute.
         raise RejectedSQL(
-            f"`{shown(node.sql())}` is not allowed on {engine.name}: a parameter is sent as `${{...}}`, which the "
+            f"`{_shown(node.sql())}` is not allowed on {engine.name}: a parameter is sent as `${{...}}`, which the "
             "engine replaces with a setting, a JVM property or an environment variable of the server.",
             hint="Write the value itself; a parameter cannot be bound here.",
         )
     if isinstance(node, exp.PropertyEQ) and isinstance(node.this, (exp.Parameter, exp.SessionParameter)):
         raise RejectedSQL(
-            f"Assigning a variable (`{shown(node.sql())}`) is not allowed: queries here only read.",
+            f"Assigning a variable (`{_shown(node.sql())}`) is not allowed: queries here only read.",
             hint="Use a CTE or a subquery instead of a session variable.",
         )
 
@@ -252,13 +377,13 @@ def _check_function(node: exp.Func, engine: Engine) -> None:
         name, why = refused
         unlisted = why == sql_functions.UNLISTED
         raise RejectedSQL(
-            f"`{shown(name)}()` is not allowed: {why} ({engine.name}).",
+            f"`{_shown(name)}()` is not allowed: {why} ({engine.name}).",
             hint=_HINT_UNLISTED if unlisted else _HINT_FUNCTION,
         )
     if isinstance(node.parent, exp.Dot) and node.arg_key == "expression":
         # `pg_catalog.pg_sleep(1)`, `public.lower(x)`: a qualified name reaches any schema's functions.
         raise RejectedSQL(
-            f"`{shown(node.parent.sql(dialect=engine.name))}` is not allowed: a function is called by its "
+            f"`{_shown(node.parent.sql(dialect=engine.name))}` is not allowed: a function is called by its "
             "plain name here, without a schema or database.",
             hint="Call the function by its plain name, e.g. lower(x).",
         )
@@ -272,7 +397,7 @@ def _check_dot(node: exp.Dot, engine: Engine) -> None:
         for function in node.this.find_all(exp.Func):
             _check_function(function, engine)  # a refused function inside gets its own reason
         raise RejectedSQL(
-            f"`{shown(node.sql(dialect=engine.name))}` is not allowed: a field of an expression in parentheses "
+            f"`{_shown(node.sql(dialect=engine.name))}` is not allowed: a field of an expression in parentheses "
             "can call a function on PostgreSQL.",
             hint="Select the column by its table or alias (`t.col`), not from a parenthesized expression.",
         )
@@ -287,7 +412,7 @@ def _check_table(table: exp.Table, engine: Engine) -> None:
         from_file = dialects.file_table(table, engine.name)
         if from_file:
             raise RejectedSQL(
-                f"`{shown(dotted)}` is not allowed as a table: {from_file}, and reading files is blocked.",
+                f"`{_shown(dotted)}` is not allowed as a table: {from_file}, and reading files is blocked.",
                 hint=_HINT_TABLE,
             )
         prefix = dialects.wildcard_prefix(table, engine.name)
@@ -304,11 +429,11 @@ def _check_table(table: exp.Table, engine: Engine) -> None:
         )
         if looks_like_file:
             raise RejectedSQL(
-                f"`{shown(dotted)}` is not allowed as a table: it names a file or URL, and reading files is blocked.",
+                f"`{_shown(dotted)}` is not allowed as a table: it names a file or URL, and reading files is blocked.",
                 hint=_HINT_TABLE,
             )
     elif table.this is not None:
-        raise RejectedSQL(f"`{shown(table.sql())}` is not allowed as a table.", hint=_HINT_TABLE)
+        raise RejectedSQL(f"`{_shown(table.sql())}` is not allowed as a table.", hint=_HINT_TABLE)
 
 
 def _check_table_function(function: exp.Func, engine: Engine) -> None:
@@ -329,7 +454,7 @@ def _check_rows_source(node: exp.TableFromRows, engine: Engine) -> None:
     # `TABLE('name')` or `TABLE($1)` would read a table named by a string or a variable.
     if not isinstance(node.this, exp.Func):
         raise RejectedSQL(
-            f"`{shown(node.sql(dialect=engine.name))}` is not allowed: TABLE(...) reads rows here only from a "
+            f"`{_shown(node.sql(dialect=engine.name))}` is not allowed: TABLE(...) reads rows here only from a "
             "table function, not from a table named by a string or a variable.",
             hint=_HINT_TABLE,
         )
@@ -340,3 +465,11 @@ def _label(node: exp.Expr) -> str:
     if isinstance(node, exp.Command):
         return str(node.this).upper()
     return next((label for kind, label in _LABELS.items() if isinstance(node, kind)), type(node).__name__)
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    # Invisible characters (zero-width spaces, controls) are shown escaped, so the reader sees the trick.
+    visible = "".join(
+        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cf", "Cc", "Zl", "Zp") and c != "\n" else c for c in text
+    )
+    return shorten(visible, limit)

@@ -12,8 +12,8 @@ from sqlglot.errors import ParseError
 
 from sophrosyne.errors import ConfigError
 from sophrosyne.sql import functions as sql_functions
+from sophrosyne.sql.guard import syntax_error
 from sophrosyne.sql.policy.claims import CLAIM_PREFIX, claim_placeholder
-from sophrosyne.sql.syntax import syntax_error
 
 
 def normalize_value(value: Any) -> str:
