@@ -11,8 +11,9 @@ from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne.errors import RejectedSQL, SQLSyntaxError
 from sophrosyne.schema.catalog import Catalog, Column, Table
-from sophrosyne.sql.guard import check_sql, render
+from sophrosyne.sql.guard import check_sql
 from sophrosyne.sql.policy import Role, TableRule, rewrite_for
+from sophrosyne.sql.rendering import render
 
 DIALECTS = ["sqlite", "duckdb", "postgres", "mysql", "spark"]
 TAKES = "is called with arguments it does not take (too few, too many, or of another kind)."
