@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Mutation benchmark of the secured path (sql/guard.py, sql/shape.py, sql/secure.py, sql/policy/), run on purpose.
+# Mutation benchmark of the secured path (sql/guard.py, sql/rendering.py, sql/shape.py, sql/secure.py, sql/policy/),
+# run on purpose.
 #
 #   scripts/mutation.sh [OUT_DIR] [MUTANT_GLOB...]
 #   scripts/mutation.sh bench-out/mutation 'sophrosyne.sql.shape*'     # one module

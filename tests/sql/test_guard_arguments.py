@@ -11,8 +11,9 @@ from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne.errors import RejectedSQL, SQLSyntaxError
 from sophrosyne.schema.catalog import Catalog, Column, Table
-from sophrosyne.sql.guard import check_sql, render
+from sophrosyne.sql.guard import check_sql
 from sophrosyne.sql.policy import Role, TableRule, rewrite_for
+from sophrosyne.sql.rendering import arguments_error, render
 
 DIALECTS = ["sqlite", "duckdb", "postgres", "mysql", "spark"]
 TAKES = "is called with arguments it does not take (too few, too many, or of another kind)."
@@ -30,6 +31,8 @@ def hint(dialect: str) -> str:
         ("SELECT date_add(1)", "mysql", "date_add", 1, 8),
         ("SELECT a,\n  date_sub() + 2 FROM t", "mysql", "date_sub", 2, 3),
         ("SELECT date_add(date_add(1, INTERVAL 1 DAY))", "mysql", "date_add", 1, 8),  # the outer call
+        ("SELECT date_add(upper(lower('x')))", "mysql", "date_add", 1, 8),  # past two closed calls
+        ("date_add(1)", "mysql", "date_add", 1, 1),  # the call is the first word
         ("SELECT x, date_trunc() FROM t", "spark", "date_trunc", 1, 11),
         ("SELECT AND(*)", "spark", "AND", 1, 8),
     ],
@@ -59,6 +62,13 @@ def test_a_call_sqlglot_cannot_write_is_a_syntax_error_naming_the_function(sql: 
     assert caught.value.message == f"Syntax error: the function `{name}` {TAKES}"
     assert caught.value.hint == hint(dialect)
     assert (caught.value.line, caught.value.column) == (None, None)
+
+
+def test_a_failure_outside_any_open_call_names_no_function() -> None:
+    tokens = Dialect.get_or_raise("mysql").tokenize("SELECT 1 + (2)")
+    error = arguments_error(tokens, len(tokens), "MySQL")
+    assert error.message == f"Syntax error: a function {TAKES}"
+    assert error.hint == hint("MySQL")
 
 
 def test_an_error_of_sophrosynes_own_while_writing_is_not_taken_for_the_users() -> None:

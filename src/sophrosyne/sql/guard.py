@@ -6,9 +6,7 @@ import contextvars
 import difflib
 import logging
 import re
-import unicodedata
 from functools import lru_cache
-from pathlib import Path
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -16,13 +14,14 @@ from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from sophrosyne import engines
-from sophrosyne.base.text import shorten
 from sophrosyne.engines import Engine
 from sophrosyne.errors import ConfigError, RejectedSQL, SQLSyntaxError
 from sophrosyne.sql import dialects, shape, sizes
 from sophrosyne.sql import functions as sql_functions
+from sophrosyne.sql.rendering import ARGUMENT_ERRORS, arguments_error, raised_by_sqlglot
+from sophrosyne.sql.rendering import shown as _shown
 
-__all__ = ["check_sent", "check_sql", "render"]
+__all__ = ["check_sent", "check_sql"]
 
 _READ_ONLY = "only read-only queries (SELECT, WITH ... SELECT, set operations) run here."
 # The words a read-only query starts with, for a misspelt first word.
@@ -172,12 +171,12 @@ def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[T
         raise _token_error(sql, error) from None
     except SqlglotError as error:
         raise SQLSyntaxError(f"The SQL could not be parsed: {error}", hint=_HINT_QUERY) from None
-    except _ARGUMENT_ERRORS as error:
+    except ARGUMENT_ERRORS as error:
         # sqlglot builds a function's node from its arguments as they come: too few or of a kind it does not
         # expect (`DATE_ADD(1)` on MySQL, `AND(*)` on Spark) fails in Python, not as a parse error.
-        if not _raised_by_sqlglot(error):
+        if not raised_by_sqlglot(error):
             raise
-        raise _arguments_error(tokens, parser._index, engine) from None
+        raise arguments_error(tokens, parser._index, type(engine).__name__) from None
     except RecursionError:
         # Nesting the token count does not see (NOT NOT ..., - - ...) still overflows the recursive parser.
         raise shape.too_deep(limits) from None
@@ -190,76 +189,6 @@ def _parse(sql: str, engine: Dialect, limits: shape.ShapeLimits) -> tuple[list[T
         raise SQLSyntaxError("The SQL could not be parsed.", hint=_HINT_QUERY) from None
     finally:
         _parsing.reset(token)
-
-
-# What sqlglot raises, in parsing or in writing SQL, for a function called with arguments that do not fit it.
-_ARGUMENT_ERRORS = (TypeError, ValueError, AttributeError, KeyError, SqlglotError)
-
-
-def render(tree: exp.Expr, dialect: str | Dialect, *, copy: bool = True) -> str:
-    """The SQL of a checked statement for `dialect`. A function the parser took with arguments that do not fit
-    it can still fail when sqlglot writes it (`INITCAP()` on DuckDB, `REGEXP_REPLACE(a, b)` on Spark): that is
-    refused as a syntax error naming the function, never sqlglot's own exception."""
-    try:
-        return tree.sql(dialect=dialect, copy=copy)
-    except _ARGUMENT_ERRORS as error:
-        if not _raised_by_sqlglot(error):
-            raise
-        failing = next((f for f in _deepest_first(tree) if not _renders(f, dialect)), None)
-        name = sql_functions.written_name(failing, dialect) if failing else None
-        raise _arguments_error_for(name, dialect if isinstance(dialect, str) else type(dialect).__name__) from None
-
-
-def _deepest_first(tree: exp.Expr) -> list[exp.Func]:
-    return [node for node in reversed(list(tree.walk())) if isinstance(node, exp.Func)]
-
-
-def _renders(node: exp.Func, dialect: str | Dialect) -> bool:
-    try:
-        node.sql(dialect=dialect)
-    except _ARGUMENT_ERRORS:
-        return False
-    return True
-
-
-def _raised_by_sqlglot(error: BaseException) -> bool:
-    """Whether `error` comes from sqlglot's own code (its innermost frame), not from Sophrosyne's."""
-    tb = error.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return isinstance(error, SqlglotError) or (
-        tb is not None and "sqlglot" in Path(tb.tb_frame.f_code.co_filename).parts
-    )
-
-
-def _arguments_error(tokens: list[Token], index: int, engine: Dialect) -> SQLSyntaxError:
-    """The parser failed building a function call: the function whose parenthesis is open at `index`."""
-    depth = 0
-    for at in range(min(index, len(tokens)) - 1, 0, -1):
-        kind = tokens[at].token_type
-        if kind == TokenType.R_PAREN:
-            depth += 1
-        elif kind == TokenType.L_PAREN and depth:
-            depth -= 1
-        elif kind == TokenType.L_PAREN:
-            name = tokens[at - 1]
-            return _arguments_error_for(name.text, type(engine).__name__, name.line, name.col - len(name.text) + 1)
-    return _arguments_error_for(None, type(engine).__name__)
-
-
-def _arguments_error_for(
-    name: str | None, dialect: str, line: int | None = None, column: int | None = None
-) -> SQLSyntaxError:
-    where = f" at line {line}, column {column}" if line is not None else ""
-    called = f"the function `{_shown(name)}`" if name else "a function"
-    return SQLSyntaxError(
-        f"Syntax error{where}: {called} is called with arguments it does not take (too few, too many, or of "
-        "another kind).",
-        hint=f"Give the function the arguments the {dialect} documentation lists, e.g. DATE_ADD(d, INTERVAL 1 DAY) "
-        "on MySQL.",
-        line=line,
-        column=column,
-    )
 
 
 _INTERNAL_CLASS = re.compile(r"(?:Required keyword: '\w+' missing)? for <class '(?:[\w.]+\.)?(\w+)'>")
@@ -465,11 +394,3 @@ def _label(node: exp.Expr) -> str:
     if isinstance(node, exp.Command):
         return str(node.this).upper()
     return next((label for kind, label in _LABELS.items() if isinstance(node, kind)), type(node).__name__)
-
-
-def _shown(text: str, limit: int = 60) -> str:
-    # Invisible characters (zero-width spaces, controls) are shown escaped, so the reader sees the trick.
-    visible = "".join(
-        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cf", "Cc", "Zl", "Zp") and c != "\n" else c for c in text
-    )
-    return shorten(visible, limit)

@@ -19,6 +19,7 @@ from sophrosyne.sql.lookup import explain_error
 from sophrosyne.sql.policy import Role, reads_fences, rewrite_for, shown_columns
 from sophrosyne.sql.policy.claims import claim_values, claims_used
 from sophrosyne.sql.queries import distinct_query
+from sophrosyne.sql.rendering import render
 from sophrosyne.sql.shape import ShapeLimits
 
 # Parsing is not linear in the text (a megabyte of quoted strings takes minutes), and cannot be stopped
@@ -101,7 +102,7 @@ class SecurePath:
         )
         fenced = reads_fences(rewritten)
         # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
-        executed = guard.render(rewritten, dialect, copy=rewritten is expression)
+        executed = render(rewritten, dialect, copy=rewritten is expression)
         guard.check_sent(executed, self.engine.name)
         bound = None
         claimed = claims_used(rewritten) if rewritten is not expression else set()
@@ -183,4 +184,4 @@ class SecurePath:
 
     def shown_sql(self, executed: str, expression: exp.Expression) -> str:
         """The SQL as executed, except for a restricted role: its filters may name what it cannot see."""
-        return executed if self.role.unrestricted else guard.render(expression, self.dialect)
+        return executed if self.role.unrestricted else render(expression, self.dialect)

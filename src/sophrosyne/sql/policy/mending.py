@@ -11,8 +11,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne.schema.catalog import Table
-from sophrosyne.sql import guard
 from sophrosyne.sql.policy.qualified import qualified_parts
+from sophrosyne.sql.rendering import render
 
 # The rewrite's secured tables: lowered table name -> (the CTE's name, the table).
 Secured = dict[str, tuple[str, Table]]
@@ -47,7 +47,7 @@ def written_headers(tree: exp.Expr, dialect: Dialect) -> list[tuple[exp.Expr, st
     if not isinstance(select, exp.Select):
         return []
     return [
-        (p, guard.render(p, dialect))
+        (p, render(p, dialect))
         for p in select.expressions
         if not isinstance(p, exp.Alias | exp.Column | exp.Star) and p.find(exp.Table) is not None
     ]
