@@ -61,36 +61,27 @@ def children_peak():
             pass
     return max(found, default=None)
 
-target = sys.argv[1]
-answers = []
-# Each attack (settings, SQL) in turn: the peaks measured are the process's highest so far, so the one whose
-# memory is measured comes first.
-for overrides, sql in json.loads(sys.argv[2]):
-    # The guard refuses such sizes (sql_max_size_argument): raised here, so that the reading's own bound is tested.
-    settings = Settings(timeout_s=60, sql_max_size_argument=100_000_000, **overrides)
-    env = Environment.open(target, settings=settings)
-    role = Role("ops", tables={"employees": TableRule(row_filter="department = 'D042'")}, denied=["notes"])
-    restricted = env.for_role(role)
-    restricted.execute_sql("SELECT 1")
-    before = peak()
-    try:
-        out = restricted.execute_sql(sql)
-        answer = {"rows": out.row_count, "note": out.note, "first": len(str(out.rows[0][0])) if out.rows else None}
-    except QueryFailed as exc:
-        answer = {"error": exc.full_message}
-    answer.update(before=before, after=peak(), child=children_peak(), next=restricted.execute_sql("SELECT 1").rows)
-    answers.append(answer)
-    env.close()
-print(json.dumps(answers))
+target, sql = sys.argv[1], sys.argv[2]
+# The guard refuses such sizes (sql_max_size_argument): raised here, so that the reading's own bound is tested.
+env = Environment.open(target, settings=Settings(timeout_s=60, sql_max_size_argument=100_000_000))
+role = Role("ops", tables={"employees": TableRule(row_filter="department = 'D042'")}, denied=["notes"])
+restricted = env.for_role(role)
+restricted.execute_sql("SELECT 1")
+before = peak()
+try:
+    out = restricted.execute_sql(sql)
+    answer = {"rows": out.row_count, "note": out.note, "first": len(str(out.rows[0][0])) if out.rows else None}
+except QueryFailed as exc:
+    answer = {"error": exc.full_message}
+answer.update(before=before, after=peak(), child=children_peak(), next=restricted.execute_sql("SELECT 1").rows)
+print(json.dumps(answer))
 """
 
 
-def attack(target: str, *attacks: tuple[dict[str, int], str]) -> list[dict[str, Any]]:
-    """What each attack (settings, SQL) measured, run one after the other in one process of their own."""
-    command = [sys.executable, "-c", SCRIPT, target, json.dumps(attacks)]
-    ran = subprocess.run(command, capture_output=True, text=True, timeout=300)
+def attack(target: str, sql: str) -> dict[str, Any]:
+    ran = subprocess.run([sys.executable, "-c", SCRIPT, target, sql], capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-2000:]
-    measured: list[dict[str, Any]] = json.loads(ran.stdout.strip().splitlines()[-1])
+    measured: dict[str, Any] = json.loads(ran.stdout.strip().splitlines()[-1])
     return measured
 
 
@@ -104,7 +95,9 @@ def engine_cases(slow: bool) -> list[Any]:
     ]
 
 
-def check(engine: str, n: int, size: int, measured: dict[str, Any]) -> None:
+def check(engine: str, target: str, n: int, size: int) -> dict[str, Any]:
+    template, _, _ = ATTACKS[engine]
+    measured = attack(target, template.format(n=n, size=size))
     print(engine, n, size, measured)
     grown = measured["after"] - measured["before"]
     held = n * size  # what the result's values weigh
@@ -120,43 +113,37 @@ def check(engine: str, n: int, size: int, measured: dict[str, Any]) -> None:
         # The engines' own bounds on one value or statement: SQLite's longest string, DuckDB's process cap.
         bounds = {"sqlite": "string or blob too big", "duckdb": "more memory than one statement may hold"}
         assert engine in bounds and bounds[engine] in measured["error"], measured
-        return
+        return measured
     assert measured["rows"] == n
     assert measured["note"] and "cut as they were read" in measured["note"], measured
-
-
-# 400 rows of 200,000 characters, each cut to read_value_chars (100,000): 40 MB kept in all, were it not for the
-# result's bound (here 1 MB), which stops the reading.
-BYTE_BOUND = ({"row_cap": 1000, "read_result_bytes": 1_000_000}, 400, 200_000)
-
-
-@pytest.fixture(scope="module")
-def attacked(engine: str, target: str) -> dict[str, dict[str, Any]]:
-    """The default attacks of an engine, in one process (each costs a second to start): the huge result whose
-    memory is measured, then the reading past the result's byte bound."""
-    template, n, size = ATTACKS[engine]
-    bound, rows, chars = BYTE_BOUND
-    huge, bounded = attack(target, ({}, template.format(n=n, size=size)), (bound, template.format(n=rows, size=chars)))
-    return {"huge": huge, "bounded": bounded}
+    return measured
 
 
 @pytest.mark.parametrize("engine", engine_cases(slow=False), indirect=True)
-def test_a_huge_result_holds_little_memory(engine: str, attacked: dict[str, dict[str, Any]]) -> None:
+def test_a_huge_result_holds_little_memory(engine: str, target: str) -> None:
     _, n, size = ATTACKS[engine]
-    check(engine, n, size, attacked["huge"])
+    check(engine, target, n, size)
 
 
 @pytest.mark.parametrize("engine", engine_cases(slow=True), indirect=True)
 def test_the_issue_attack_holds_under_a_gigabyte(engine: str, target: str) -> None:
     """The sizes of the issue: 30 rows of 100 MB (15 MB on MariaDB, which refuses more), 3 GB in all."""
     size = 15_000_000 if engine == "mariadb" else 100_000_000
-    (measured,) = attack(target, ({}, ATTACKS[engine][0].format(n=30, size=size)))
-    check(engine, 30, size, measured)
+    check(engine, target, 30, size)
 
 
 @pytest.mark.parametrize("engine", engine_cases(slow=False), indirect=True)
-def test_past_the_byte_bound_reading_stops_and_says_so(engine: str, attacked: dict[str, dict[str, Any]]) -> None:
-    measured = attacked["bounded"]
+def test_past_the_byte_bound_reading_stops_and_says_so(engine: str, target: str) -> None:
+    template, _, _ = ATTACKS[engine]
+    # 400 rows of 200,000 characters, each cut to read_value_chars (100,000): 40 MB kept in all, were it not
+    # for the result's bound (here 1 MB), which stops the reading.
+    sql = template.format(n=400, size=200_000)
+    code = SCRIPT.replace(
+        "Settings(timeout_s=60, ", "Settings(timeout_s=60, row_cap=1000, read_result_bytes=1_000_000, "
+    )
+    ran = subprocess.run([sys.executable, "-c", code, target, sql], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    measured = json.loads(ran.stdout.strip().splitlines()[-1])
     assert measured["rows"] < 400 and "1,000,000-byte bound" in measured["note"], measured
 
 
