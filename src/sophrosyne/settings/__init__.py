@@ -19,6 +19,7 @@ from sophrosyne.errors import ConfigError
 from sophrosyne.settings.sections import (
     Agent,
     DirectivesMode,
+    Exports,
     Inference,
     Limits,
     ModelPrice,
@@ -36,7 +37,7 @@ FALLBACK_VARIABLES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"
 
 
 SECTIONS: dict[str, type[Section]] = {
-    s.__name__.lower(): s for s in (Limits, Reading, Inference, Agent, Sandbox, Paths)
+    s.__name__.lower(): s for s in (Limits, Reading, Inference, Agent, Sandbox, Exports, Paths)
 }
 # Flat names that differ from the name in the section: the inference model's and the agent's model settings
 # had one `llm_` prefix for two models, and the sandbox's a `python_` one. Every other flat name is the field's.
@@ -108,6 +109,7 @@ class Settings(BaseModel):
     inference: Inference = Field(default_factory=Inference, description=Inference.__doc__)
     agent: Agent = Field(default_factory=Agent, description=Agent.__doc__)
     sandbox: Sandbox = Field(default_factory=Sandbox, description=Sandbox.__doc__)
+    exports: Exports = Field(default_factory=Exports, description=Exports.__doc__)
     paths: Paths = Field(default_factory=Paths, description=Paths.__doc__)
 
     @model_validator(mode="before")
@@ -180,6 +182,7 @@ __all__ = [
     "SECTIONS",
     "Agent",
     "DirectivesMode",
+    "Exports",
     "Inference",
     "Limits",
     "ModelPrice",

@@ -223,3 +223,42 @@ class Paths(Section):
     cache_dir: Path = Field(Path.home() / ".cache" / "sophrosyne", description="Where offline indexes are stored.")
     audit_log: Path | None = Field(None, description="JSONL record per tool call, resource read, prompt, completion.")
     policy_file: Path | None = Field(None, description="TOML file with roles, row filters and column rules.")
+
+
+class Exports(Section):
+    """Whole results written to files (`export_sql`): the bounds of one export, and how long exports are kept."""
+
+    allow_exports: bool = Field(
+        False,
+        description="Serve export_sql over MCP (it writes files on the server); the Python API always has it.",
+    )
+    export_max_rows: int = Field(
+        1_000_000, ge=1, le=10**10, description="Most rows one export writes; past it the file ends, marked cut."
+    )
+    export_max_bytes: int = Field(
+        1_000_000_000,
+        ge=1_000_000,
+        le=10**13,
+        description="Largest file one export may write, bytes; past it the export stops and its file is removed.",
+    )
+    export_timeout_s: float = Field(
+        300.0, gt=0, le=86_400, description="Longest one export may run (its statement and its writing), seconds."
+    )
+    export_keep_s: float = Field(
+        86_400.0, gt=0, le=10**8, description="Seconds an export is kept after it is written; then it is removed."
+    )
+    export_count: int = Field(
+        50, ge=1, le=100_000, description="Most exports one caller keeps; a new one removes that caller's oldest."
+    )
+    export_total_bytes: int = Field(
+        10_000_000_000,
+        ge=1_000_000,
+        le=10**15,
+        description="Most bytes all callers' exports may hold together; the oldest are removed first.",
+    )
+    export_page_bytes: int = Field(
+        65_536, ge=1024, le=16_000_000, description="Bytes of one page of an export read through resources/read."
+    )
+    export_dir: Path | None = Field(
+        None, description="Folder of the exports (one private folder per caller inside); unset: CACHE_DIR/exports."
+    )
