@@ -281,3 +281,13 @@ def test_a_program_reads_its_callers_exports(portal: BlockingPortal, env: Enviro
     result = portal.call(session)
     assert not result.is_error, texts(result)
     assert result.structured_content["rows"] == [[24, "['employee_id', 'full_name']", 1]]
+
+
+def test_a_role_limited_to_declared_tools_exports_nothing(env: Environment) -> None:
+    from sophrosyne.errors import AccessDenied
+    from sophrosyne.sql.policy import Role
+
+    limited = env.for_role(Role("clerk", free_sql=False))
+    with pytest.raises(AccessDenied, match="declares"):
+        limited.export_sql("SELECT * FROM employees")
+    assert ExportStore(env.settings).listed("local") == []
