@@ -34,6 +34,7 @@ LAYERS = [
     "directives",
     "index",
     "tools",
+    "exports",
     "sql",
     "database",
     "engines",

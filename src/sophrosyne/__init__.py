@@ -35,6 +35,7 @@ __all__ = [
     "Directive",
     "DistinctValues",
     "Environment",
+    "ExportOutput",
     "FoundRows",
     "InvalidArgument",
     "Policy",
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
     from sophrosyne.tools.describe_table import ColumnInfo, TableDescription
     from sophrosyne.tools.execute_sql import QueryOutput
     from sophrosyne.tools.explain_sql import QueryPlan
+    from sophrosyne.tools.export_sql import ExportOutput
     from sophrosyne.tools.find_rows import FoundRows, TableRows
     from sophrosyne.tools.get_distinct_values import DistinctValues, ValueCount
     from sophrosyne.tools.list_sources import SourceInfo, SourceList, SourceRelevance

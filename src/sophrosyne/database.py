@@ -180,15 +180,8 @@ class Database:
         `values`: the statement's parameters, bound by the driver (Engine.reading).
 
         The statement gets what is left of the call's deadline, if less than its own timeout."""
-        deadline.check("the statement")
-        timeout = deadline.remaining(timeout_s if timeout_s is not None else self.settings.limits.timeout_s)
         started = time.perf_counter()
-        with (
-            self.session(timeout, fenced=fenced) as cursor,
-            self.engine.reading(cursor, sql, time.monotonic() + timeout, values) as results,
-        ):
-            description = results.description
-            columns = [str(d[0]) for d in description] if description else []
+        with self.streaming(sql, timeout_s=timeout_s, fenced=fenced, values=values) as (columns, results):
             # Rows a few at a time, long values cut as they arrive: the memory a result holds is bounded too.
             read = (
                 read_rows(
@@ -197,12 +190,34 @@ class Database:
                     value_chars=self.settings.limits.read_value_chars,
                     result_bytes=self.settings.limits.read_result_bytes,
                 )
-                if description
+                if columns
                 else Read([], False)
             )
         elapsed = (time.perf_counter() - started) * 1000
         logger.debug("%s: %d rows in %.1f ms: %.200s", self.name, len(read.rows), elapsed, sql)
         return QueryResult(columns, read.rows, read.more, elapsed, read.note())
+
+    @contextmanager
+    def streaming(
+        self,
+        sql: str,
+        *,
+        timeout_s: float | None = None,
+        fenced: bool = False,
+        values: Mapping[str, Any] | None = None,
+    ) -> Iterator[tuple[list[str], Cursor]]:
+        """Run one statement in a read-only session: its column names (none for a statement without rows) and
+        the cursor its rows are read from, as few at a time as asked, while the block runs. The engine's
+        errors, raised as rows are read too, are translated; the statement gets what is left of the call's
+        deadline, if less than its own timeout (`timeout_s`, default the setting)."""
+        deadline.check("the statement")
+        timeout = deadline.remaining(timeout_s if timeout_s is not None else self.settings.limits.timeout_s)
+        with (
+            self.session(timeout, fenced=fenced) as cursor,
+            self.engine.reading(cursor, sql, time.monotonic() + timeout, values) as results,
+        ):
+            description = results.description
+            yield [str(d[0]) for d in description] if description else [], results
 
     @contextmanager
     def session(self, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:

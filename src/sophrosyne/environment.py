@@ -20,6 +20,7 @@ from sophrosyne.tools.declared import run_declared
 from sophrosyne.tools.describe_table import describe_table
 from sophrosyne.tools.execute_sql import execute_sql
 from sophrosyne.tools.explain_sql import explain_sql
+from sophrosyne.tools.export_sql import export_sql
 from sophrosyne.tools.find_rows import find_rows
 from sophrosyne.tools.get_distinct_values import Grounder, get_distinct_values
 from sophrosyne.tools.list_sources import list_sources
@@ -212,6 +213,7 @@ class Environment:
     execute_sql = bounded_call(execute_sql)
     explain_sql = bounded_call(explain_sql)
     search_schema = bounded_call(search_schema)
+    export_sql = bounded_call(export_sql, lambda settings: settings.exports.export_timeout_s)
 
     # The tools a policy file declares ([[tools]]): each runs as this role, its values bound by the driver.
     run_declared = bounded_call(run_declared)

@@ -112,6 +112,18 @@ class QueryFailed(SophrosyneError):
     code = "query_failed"
 
 
+class UnknownExport(SophrosyneError):
+    """No export of the caller's has this id: never made, expired, or another caller's (all read alike)."""
+
+    code = "unknown_export"
+
+
+class ExportTooLarge(SophrosyneError):
+    """An export passed a bound that stops it (its file's bytes): the partial file is removed."""
+
+    code = "export_too_large"
+
+
 class AccessDenied(SophrosyneError):
     """The caller's role may not do this (bad token, denied table)."""
 

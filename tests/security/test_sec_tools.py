@@ -184,3 +184,45 @@ def _q(env: Environment, name: str) -> str:
 
 def _found(result: Any) -> dict[str, Counter[tuple[Any, ...]]]:
     return {m.table: Counter(tuple(r) for r in m.rows) for m in result.matches}
+
+
+@pytest.mark.parametrize("format", ["csv", "parquet"])
+def test_exports_match_the_reduced_copy(pair: tuple[Environment, Environment], format: str) -> None:
+    """export_sql as the restricted role writes the file the reduced copy's export writes: its row filters and
+    hidden columns applied, in the file and not only in the preview."""
+    restricted, reduced = pair
+    for table, t in reduced.catalog.tables.items():
+        order = ", ".join(_q(reduced, c) for c in t.column_names)
+        sql = f"SELECT * FROM {_q(reduced, table)} ORDER BY {order}"
+        got, want = restricted.export_sql(sql, format=format), reduced.export_sql(sql, format=format)
+        assert (got.rows, got.columns) == (want.rows, want.columns), table
+        assert _file_rows(got.path) == _file_rows(want.path), table
+
+
+def test_an_export_reads_nothing_the_role_may_not(pair: tuple[Environment, Environment]) -> None:
+    from sophrosyne.errors import SophrosyneError
+
+    restricted, _ = pair
+    before = _files(restricted)
+    for sql in ("SELECT * FROM notes", "SELECT budget FROM departments", "SELECT reason FROM absence_records"):
+        with pytest.raises(SophrosyneError):
+            restricted.export_sql(sql)
+    assert _files(restricted) == before
+
+
+def _files(env: Environment) -> set[str]:
+    from sophrosyne.exports.store import ExportStore
+
+    return {r.id for r in ExportStore(env.settings).listed("local")}
+
+
+def _file_rows(path: str | None) -> list[tuple[Any, ...]]:
+    import csv
+
+    assert path is not None
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return [tuple(r.values()) for r in pq.read_table(path).to_pylist()]
+    with open(path, newline="", encoding="utf-8") as file:
+        return [tuple(r) for r in csv.reader(file)]

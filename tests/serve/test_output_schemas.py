@@ -23,13 +23,15 @@ CALLS: dict[str, dict[str, Any]] = {
     "search_schema": {"query": "date of an absence", "k": 3},
     "execute_sql": {"sql": "SELECT dept_code, dept_name, NULL AS missing FROM departments", "limit": 2},
     "explain_sql": {"sql": "SELECT * FROM employees WHERE employee_id = 3"},
+    "export_sql": {"sql": "SELECT dept_code, dept_name FROM departments", "format": "parquet"},
     "run_python": {"code": "df = sql('SELECT dept_name FROM departments')\nprint(len(df))\nresult = df.head(2)"},
 }
 
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[Session]:
-    with connected(stdio_params("demo", "--allow-python", env={"SOPHROSYNE_SCHEMA_CHECK_S": "0"})) as opened:
+    settings = {"SOPHROSYNE_SCHEMA_CHECK_S": "0", "SOPHROSYNE_ALLOW_EXPORTS": "true"}
+    with connected(stdio_params("demo", "--allow-python", env=settings)) as opened:
         yield opened
 
 

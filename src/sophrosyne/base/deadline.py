@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from sophrosyne.errors import CallCancelled, QueryTimeout
 
@@ -150,14 +150,16 @@ class _HasSettings(Protocol):
 S = TypeVar("S", bound=_HasSettings)
 
 
-def bounded_call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+def bounded_call(
+    method: Callable[Concatenate[S, P], R], seconds: Callable[[Any], float] | None = None
+) -> Callable[Concatenate[S, P], R]:
     """A tool method of an object with `settings.limits.timeout_s`: the whole call, every step in it, has that
-    long."""
+    long, or `seconds(settings)` (an export's export_timeout_s)."""
     import functools
 
     @functools.wraps(method)
     def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with bounded(self.settings.limits.timeout_s):
+        with bounded(self.settings.limits.timeout_s if seconds is None else seconds(self.settings)):
             return method(self, *args, **kwargs)
 
     return call

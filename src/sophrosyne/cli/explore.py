@@ -158,6 +158,27 @@ def sql(
         emit(env.explain_sql(statement) if explain else env.execute_sql(statement, limit=limit), as_json)
 
 
+def export(
+    args: Annotated[list[str], typer.Argument(metavar="[DB] SQL", help="Optional database, then one statement.")],
+    format: Annotated[str, typer.Option(help="csv or parquet.")] = "csv",
+    limit: Annotated[int | None, typer.Option(help="Most rows to write.", min=1)] = None,
+    config: ConfigOption = None,
+    policy: PolicyOption = None,
+    role: RoleOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write one read-only statement's whole result to a CSV or Parquet file; prints its path and first rows.
+
+    Example: sophrosyne export demo "SELECT * FROM employees" --format parquet
+    """
+    from sophrosyne.cli.display import emit
+
+    with reported():
+        db, (statement,) = split_db(args, 1, "[DB] SQL")
+        env = open_env(db, config, policy=policy, role=role)
+        emit(env.export_sql(statement, format=format, limit=limit), as_json)  # type: ignore[arg-type]
+
+
 def sources(
     db: Annotated[str | None, typer.Argument(help=DB_HELP, show_default=False)] = None,
     sources_file: Annotated[

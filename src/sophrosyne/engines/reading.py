@@ -8,7 +8,7 @@ PostgreSQL and MySQL, whose drivers read a whole result first otherwise).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import chain
@@ -77,6 +77,23 @@ def read_rows(cursor: Cursor, limit: int | None, *, value_chars: int, result_byt
         batch = max(1, min(_MOST_AT_ONCE, result_bytes // _FETCH_SHARE // max(largest, 1)))
     more = limit is not None and len(rows) > limit
     return Read(rows[:limit] if limit is not None else rows, more, cut)
+
+
+def batches(cursor: Cursor, batch_bytes: int) -> Iterator[tuple[Sequence[Any], int]]:
+    """Every row of the result, whole, in batches of about `batch_bytes` of values each (the first batch is one
+    row, whose size sets the next), with each batch's size in bytes: for a result written elsewhere as it is
+    read, which the memory never holds whole."""
+    batch, largest = 1, 0
+    while True:
+        fetched = cursor.fetchmany(batch)
+        if not fetched:
+            return
+        size, _ = _batch_size(fetched)
+        yield fetched, size
+        if len(fetched) < batch:
+            return
+        largest = max(largest, size // len(fetched))
+        batch = max(1, min(_MOST_AT_ONCE, batch_bytes // max(largest, 1)))
 
 
 def _batch_size(rows: Sequence[Any]) -> tuple[int, int]:

@@ -20,6 +20,8 @@ BOOT = "import sys, json; sys.path[:] = json.loads(sys.argv[3]); from sophrosyne
 SYSTEM_READ = ["/usr/lib", "/lib", "/lib64", "/usr/lib64", "/etc/ld.so.cache", "/usr/share/zoneinfo", "/etc/localtime"]
 # Packages a program may use; they are imported before the layers close, so only their folders stay readable.
 PRELOAD = ("pandas", "numpy")
+# Loaded too when the caller has a Parquet export to read.
+PARQUET = ("pyarrow",)
 
 
 class Channel:
@@ -64,9 +66,14 @@ def run(channel: Channel, config: dict[str, Any]) -> None:
     """PID 1 of the new namespace: when it ends, the kernel ends everything it started."""
     try:
         isolation.die_with_parent()
-        modules = {name: __import__(name) for name in PRELOAD}
+        exports: dict[str, dict[str, Any]] = config.get("exports") or {}
+        parquet = any(e["format"] == "parquet" for e in exports.values())
+        modules = {name: __import__(name) for name in (*PRELOAD, *(PARQUET if parquet else ()))}
+        if parquet:
+            __import__("pyarrow.parquet")  # its modules load now: their folder is read-only from here on
         os.chdir(config["folder"])
-        read = readable_paths()
+        # The caller's own export folder, read-only: exports of other callers are in folders it cannot read.
+        read = readable_paths() + ([config["export_folder"]] if exports else [])
         isolation.set_limits(config["memory_mb"], config["cpu_s"], config["files_mb"])
         isolation.drop_capabilities()
         isolation.restrict_paths(read, [config["folder"], "/dev/null"])
@@ -78,7 +85,7 @@ def run(channel: Channel, config: dict[str, Any]) -> None:
     # SIGKILL a second later would stop it.
     signal.signal(signal.SIGXCPU, lambda number, frame: os._exit(128 + signal.SIGXCPU))
     channel.send({"kind": "ready"})
-    channel.send(execute(config["code"], channel, modules["pandas"], config["output_chars"]))
+    channel.send(execute(config["code"], channel, modules["pandas"], config["output_chars"], exports))
     os._exit(0)
 
 
@@ -104,8 +111,24 @@ def readable_paths() -> list[str]:
     return sorted(paths | set(SYSTEM_READ))
 
 
-def execute(code: str, channel: Channel, pd: Any, output_chars: int) -> dict[str, Any]:
-    """Run the program; its answer is the variable `result` (a DataFrame, a Series, rows or a scalar)."""
+def execute(
+    code: str, channel: Channel, pd: Any, output_chars: int, exports: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Run the program; its answer is the variable `result` (a DataFrame, a Series, rows or a scalar). Its
+    `export(id)` reads one of the caller's exports (export_sql) as a DataFrame; `exports()` lists them."""
+    mine = exports or {}
+
+    def export(export_id: str) -> Any:
+        found = mine.get(str(export_id))
+        if found is None:
+            raise KeyError(f"no export {export_id!r} of yours; exports() lists them")
+        if found["format"] == "parquet":
+            return pd.read_parquet(found["path"])
+        return pd.read_csv(found["path"], keep_default_na=False, na_values=[""])
+
+    def listed() -> Any:
+        columns = ["id", "format", "rows", "columns", "source", "created"]
+        return pd.DataFrame([[i, *(e[c] for c in columns[1:])] for i, e in mine.items()], columns=columns)
 
     def sql(query: str) -> Any:
         channel.send({"kind": "sql", "query": str(query)})
@@ -120,7 +143,7 @@ def execute(code: str, channel: Channel, pd: Any, output_chars: int) -> dict[str
         return frame
 
     output = io.StringIO()
-    namespace: dict[str, Any] = {"__name__": "__main__", "sql": sql, "pd": pd}
+    namespace: dict[str, Any] = {"__name__": "__main__", "sql": sql, "pd": pd, "export": export, "exports": listed}
     try:
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
             exec(compile(code, "<program>", "exec"), namespace)

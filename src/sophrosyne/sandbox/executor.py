@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sophrosyne.errors import ProgramFailed, SandboxUnavailable, SophrosyneError
@@ -22,6 +23,16 @@ from sophrosyne.sandbox.rows import Rows
 from sophrosyne.settings import Settings
 
 SqlRunner = Callable[[str], Rows]
+
+
+@dataclass(frozen=True)
+class Exports:
+    """A caller's exports a program may read: their folder, and by id each file's path, format and counts."""
+
+    folder: Path
+    files: dict[str, dict[str, Any]]
+
+
 # Only what Python needs to start: no credentials, no database URLs, no model keys reach the child.
 CHILD_ENVIRONMENT = {
     "PATH": "/usr/bin:/bin",
@@ -52,8 +63,9 @@ class PythonExecutor:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
 
-    def run(self, code: str, sql: SqlRunner) -> ProgramResult:
-        """Run `code`; its `sql(query)` calls `sql` here in the parent; its answer is its `result` variable."""
+    def run(self, code: str, sql: SqlRunner, exports: Exports | None = None) -> ProgramResult:
+        """Run `code`; its `sql(query)` calls `sql` here in the parent; its answer is its `result` variable.
+        `exports`: the caller's exports its `export(id)` may read, and their folder (read-only to it)."""
         started = time.perf_counter()
         folder = tempfile.mkdtemp(prefix="sophrosyne-py-")
         to_child_r, to_child_w = os.pipe()
@@ -66,6 +78,9 @@ class PythonExecutor:
             "files_mb": FILES_MB,
             "output_chars": self.settings.sandbox.output_chars,
         }
+        if exports is not None and exports.files:
+            config["export_folder"] = str(exports.folder)
+            config["exports"] = exports.files
         process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", BOOT, str(to_child_r), str(from_child_w), json.dumps(sys.path)],
             pass_fds=(to_child_r, from_child_w),

@@ -32,6 +32,7 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from sophrosyne.base import progress
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.serve.mapping import run_audited
 from sophrosyne.tools.base import render
@@ -79,11 +80,16 @@ def table_uri(source: str, table: str) -> str:
 
 
 def add_features(
-    server: MCPServer, sources: Sources, caller: Caller, calls: Calls, audit: AuditLog | None = None
+    server: MCPServer,
+    sources: Sources,
+    caller: Caller,
+    calls: Calls,
+    audit: AuditLog | None = None,
+    more: Callable[[], list[Resource]] | None = None,
 ) -> Callable[[], Awaitable[list[Resource]]]:
     """Register the prompts, the table resource template and the completions on `server`, each audited to
     `audit`; returns what lists the table resources of the caller (the list depends on the caller's role, so
-    it is made per request)."""
+    it is made per request), followed by the resources `more` lists (the caller's exports)."""
     limit = sources.settings.limits.timeout_s
 
     def prompted(name: str, arguments: dict[str, Any], source: str | None, text: str) -> str:
@@ -152,7 +158,9 @@ def add_features(
 
     async def resources() -> list[Resource]:
         # The catalog may be read or refreshed first: in a worker thread, under the call limit.
-        work = functools.partial(list_table_resources, sources, caller)
+        def work() -> list[Resource]:
+            return list_table_resources(sources, caller) + (more() if more is not None else [])
+
         listed: list[Resource] = await calls.run(
             functools.partial(run_audited, audit, sources, "resources/list", {}, None, work, _resource_names), limit
         )
@@ -260,12 +268,14 @@ class Notices:
         if token is None:  # no progress asked for: no task group (its cancel scope costs each call)
             result = await call_next(ctx)
         else:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._progress, ctx, token, name, started)
-                try:
-                    result = await call_next(ctx)
-                finally:
-                    group.cancel_scope.cancel()
+            # The call's work may say how far it is (base/progress.py): an export, its rows written so far.
+            with progress.tracking() as work:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._progress, ctx, token, name, started, work)
+                    try:
+                        result = await call_next(ctx)
+                    finally:
+                        group.cancel_scope.cancel()
         seconds = time.monotonic() - started
         # The result as it goes on the wire (a dict by now, camelCase keys).
         answer = result if isinstance(result, dict) else {}
@@ -276,15 +286,20 @@ class Notices:
             await self._log(ctx, "info", f"{name} took {seconds:.1f} s")
         return result
 
-    async def _progress(self, ctx: ServerRequestContext[Any, Any], token: Any, name: str, started: float) -> None:
+    async def _progress(
+        self, ctx: ServerRequestContext[Any, Any], token: Any, name: str, started: float, said: progress.Progress
+    ) -> None:
         while True:
             await anyio.sleep(self.every_s)
             elapsed = time.monotonic() - started
+            # The progress value is the time, which always grows (as the protocol asks); the work's word, if any,
+            # is the message.
+            message = f"{said.message} ({elapsed:.0f} s)" if said.message else f"{name} running for {elapsed:.0f} s"
             with contextlib.suppress(Exception):  # a client that left is no reason to fail the call
                 await ctx.session.send_progress_notification(
                     token,
                     round(elapsed, 1),
-                    message=f"{name} running for {elapsed:.0f} s",
+                    message=message,
                     related_request_id=None if ctx.request_id is None else str(ctx.request_id),
                 )
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from sophrosyne.base.data_blocks import close_data, escaped, new_nonce, open_data
 from sophrosyne.serve.caller import Source, caller_view
+from sophrosyne.serve.exports import program_exports
 from sophrosyne.serve.lean import output_schema
 from sophrosyne.serve.mapping import AsyncToolFn, ToolFn
 from sophrosyne.serve.tools import READ_ONLY
@@ -44,7 +45,7 @@ def add_run_python(server: MCPServer, sources: Sources, mapped: Callable[[ToolFn
             str,
             Field(
                 description="A Python program. sql(query) runs one read-only query and returns a pandas DataFrame "
-                "(pd is pandas); assign the answer to `result`."
+                "(pd is pandas); export(id) reads one of your exports; assign the answer to `result`."
             ),
         ],
         source: Source = None,
@@ -57,7 +58,7 @@ def add_run_python(server: MCPServer, sources: Sources, mapped: Callable[[ToolFn
         """
         caller = caller_view(sources, source)
         own_sql_allowed(caller)
-        ran = executor.run(code, lambda query: environment_rows(caller, query))
+        ran = executor.run(code, lambda query: environment_rows(caller, query), program_exports(sources))
         rows, _ = fit_rows(ran.columns, ran.rows, caller.settings.limits.token_budget)
         output = ProgramOutput(
             columns=ran.columns,

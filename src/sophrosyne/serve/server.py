@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import functools
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.routes import create_protected_resource_routes
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import Resource
+from mcp.types import Resource, ResourceTemplate
 from mcp.types import Tool as MCPTool
 from pydantic import AnyHttpUrl, ValidationError
 from starlette.applications import Starlette
@@ -23,6 +25,8 @@ from sophrosyne.errors import AccessDenied
 from sophrosyne.serve.auth import BearerGate, PolicyTokens
 from sophrosyne.serve.caller import ClientKey, caller_view
 from sophrosyne.serve.calls import Calls
+from sophrosyne.serve.exports import TEMPLATES as EXPORT_TEMPLATES
+from sophrosyne.serve.exports import export_resources, install_exports, is_export_uri
 from sophrosyne.serve.features import Notices, add_features
 from sophrosyne.serve.health import SourceWatch, add_health
 from sophrosyne.serve.lean import LeanServer, output_schema
@@ -55,6 +59,7 @@ class SophrosyneMCP(LeanServer):
     tokens: PolicyTokens | None = None
     table_resources: Callable[[], Awaitable[list[Resource]]] | None = None
     shown: Callable[[str], bool] | None = None  # which tools the caller is shown (serve/tools.py)
+    export_reader: Callable[[str], Awaitable[Iterable[ReadResourceContents]]] | None = None  # serve/exports.py
 
     async def list_tools(self) -> list[MCPTool]:
         listed = await super().list_tools()
@@ -66,7 +71,7 @@ class SophrosyneMCP(LeanServer):
             # Added outermost last: the gate puts the caller's user in the request, then the SDK's context
             # middleware makes it the tools' access token (get_access_token).
             app.add_middleware(AuthContextMiddleware)
-            app.add_middleware(BearerGate, tokens=self.tokens, paths=(streamable_http_path,))
+            app.add_middleware(BearerGate, tokens=self.tokens, paths=(streamable_http_path, "/exports"))
             identity = self.tokens.identity
             if identity is not None:
                 # RFC 9728: at the resource's own path, and at the root for clients that look there first.
@@ -81,6 +86,15 @@ class SophrosyneMCP(LeanServer):
     async def list_resources(self) -> list[Resource]:
         listed = await super().list_resources()
         return listed + (await self.table_resources() if self.table_resources is not None else [])
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        return [*await super().list_resource_templates(), *(EXPORT_TEMPLATES if self.export_reader else [])]
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        # An export's URI would match the tables' template (sophrosyne://SOURCE/TABLE): it is read here first.
+        if self.export_reader is not None and is_export_uri(str(uri)):
+            return await self.export_reader(str(uri))
+        return await super().read_resource(uri, context)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -124,7 +138,8 @@ def build_server(
     calls = calls or Calls()
     mapped = map_calls(sources, audit, calls)
     add_health(server, sources, calls, watch or SourceWatch(sources), require_token)
-    server.output_schemas = schemas = add_tools(server, sources, mapped)
+    mapping = functools.partial(map_calls, sources, audit, calls)
+    server.output_schemas = schemas = add_tools(server, sources, lambda seconds: mapping(seconds=seconds))
     declared = add_declared_tools(server, sources, mapped)
     schemas.update(dict.fromkeys(declared, output_schema(QueryOutput)))
     server.shown = shown_to_caller(sources, declared)
@@ -134,7 +149,11 @@ def build_server(
         # In threads of their own: sleeping programs never take the SQL tools' threads.
         programs = map_calls(sources, audit, calls, seconds=program_s, pool="programs")
         schemas["run_python"] = add_run_python(server, sources, programs)
-    server.table_resources = add_features(server, sources, caller_view, calls, audit)
+    exports = settings.exports.allow_exports
+    if exports:
+        install_exports(server, sources, calls, audit)
+    listed = functools.partial(export_resources, sources) if exports else None
+    server.table_resources = add_features(server, sources, caller_view, calls, audit, more=listed)
     (notices or Notices()).install(server)
     server.middleware.append(_WarmAfterHandshake(sources))
     server.middleware.append(ClientKey())  # each request's calls take its client's share of the threads

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from sophrosyne.environment import Environment
@@ -21,22 +21,40 @@ from sophrosyne.errors import AccessDenied, ConfigError
 from sophrosyne.serve.caller import Source, caller_view
 from sophrosyne.serve.lean import output_schema
 from sophrosyne.serve.mapping import AsyncToolFn, ToolFn
+from sophrosyne.settings import FLAT, Settings
 from sophrosyne.sources import Sources
 from sophrosyne.sql.policy.tools import DeclaredTool
-from sophrosyne.tools.base import render
+from sophrosyne.tools.base import Result, render
 from sophrosyne.tools.registry import NAMES, TOOLS, ToolEntry
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# A tool that writes on the server (an export's file) and reads the database only.
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 # The tools that run a statement the caller writes: refused to a role limited to its declared tools.
-OWN_SQL = ("execute_sql", "explain_sql", "run_python")
+OWN_SQL = ("execute_sql", "explain_sql", "export_sql", "run_python")
 
 Mapped = Callable[[ToolFn], AsyncToolFn]
 
 
-def add_tools(server: MCPServer, sources: Sources, mapped: Mapped) -> dict[str, dict[str, Any]]:
-    """Every tool of the registry on `server`, each call mapped by `mapped` (mapping.py); returns each tool's
-    output schema by name (the SDK derives none from a function that builds its own result)."""
-    return {entry.name: add_tool(server, sources, entry, mapped) for entry in TOOLS}
+def add_tools(
+    server: MCPServer, sources: Sources, mapping: Callable[[float | None], Mapped]
+) -> dict[str, dict[str, Any]]:
+    """Every tool of the registry that the settings serve on `server`, each call mapped by `mapping(seconds)`
+    (mapping.py; None: `timeout_s`); returns each tool's output schema by name (the SDK derives none from a
+    function that builds its own result)."""
+    settings = sources.settings
+    schemas = {}
+    for entry in TOOLS:
+        if entry.served_if is not None and not _setting(settings, entry.served_if):
+            continue
+        seconds = None if entry.seconds is None else max(settings.limits.timeout_s, _setting(settings, entry.seconds))
+        schemas[entry.name] = add_tool(server, sources, entry, mapping(seconds))
+    return schemas
+
+
+def _setting(settings: Settings, flat: str) -> Any:
+    section, name = FLAT[flat]
+    return getattr(getattr(settings, section), name)
 
 
 def add_tool(server: MCPServer, sources: Sources, entry: ToolEntry, mapped: Mapped) -> dict[str, Any]:
@@ -60,7 +78,8 @@ def add_tool(server: MCPServer, sources: Sources, entry: ToolEntry, mapped: Mapp
     call.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=parameters, return_annotation=CallToolResult
     )
-    server.add_tool(mapped(call), name=entry.name, annotations=READ_ONLY, structured_output=False)
+    annotations = WRITES if entry.writes else READ_ONLY
+    server.add_tool(mapped(call), name=entry.name, annotations=annotations, structured_output=False)
     return output_schema(signature.return_annotation)
 
 
@@ -123,10 +142,12 @@ def shown_to_caller(sources: Sources, declared: dict[str, tuple[str, DeclaredToo
 
 
 def respond(result: BaseModel) -> CallToolResult:
-    """A tool's answer: the result's text, and the result as structured content (its output schema's shape)."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=render(result))], structured_content=result.model_dump(mode="json")
-    )
+    """A tool's answer: the result's text, the resources it points to (an export's file) as resource links, and
+    the result as structured content (its output schema's shape)."""
+    links = result.links() if isinstance(result, Result) else []
+    content: list[Any] = [TextContent(type="text", text=render(result))]
+    content += [ResourceLink(type="resource_link", **link.model_dump()) for link in links]
+    return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
 
 
 def readable_views(sources: Sources) -> dict[str, Environment]:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from sqlglot import exp
 
 from sophrosyne.audit import note_statement
+from sophrosyne.base import deadline
 from sophrosyne.database import Database, QueryResult
-from sophrosyne.engines import Engine
+from sophrosyne.engines import Cursor, Engine
+from sophrosyne.engines.reading import batches
 from sophrosyne.errors import ConfigError, InvalidArgument, QueryFailed
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.settings import Settings
@@ -37,6 +40,32 @@ class Secured(NamedTuple):
     result: QueryResult
     executed: str
     expression: exp.Expression
+
+
+class Streamed:
+    """A result being read through the secured path: its columns as shown, and its rows in batches, each batch
+    passed through the role's third layer (rows outside its scope dropped) as `run` does."""
+
+    def __init__(
+        self, role: Role, expression: exp.Expression, cursor: Cursor, columns: list[str], shown: list[str], sql: str
+    ) -> None:
+        self.columns = shown
+        self.expression = expression
+        self.executed = sql
+        self.rows = 0  # rows handed out so far
+        self._role = role
+        self._scoped = None if role.unrestricted else role.scoped_table(expression)
+        self._raw_columns = columns
+        self._cursor = cursor
+
+    def batches(self, batch_bytes: int) -> Iterator[tuple[Sequence[Any], int]]:
+        """The rows in batches of about `batch_bytes` of values, with each batch's size; the call's deadline
+        is checked between batches."""
+        for rows, size in batches(self._cursor, batch_bytes):
+            kept = rows if self._scoped is None else self._role.filter_rows(self._scoped, self._raw_columns, rows)
+            self.rows += len(kept)
+            yield kept, size
+            deadline.check("the export")
 
 
 class SecurePath:
@@ -71,20 +100,9 @@ class SecurePath:
     def engine(self) -> Engine:
         return self.db.engine
 
-    def run(
-        self,
-        sql: str,
-        *,
-        limit: int,
-        timeout_s: float | None = None,
-        explain: bool = False,
-        values: Mapping[str, Any] | None = None,
-    ) -> Secured:
-        """Guard, then the role's rewrite, then a read-only session.
-
-        With `explain`, the engine plans the rewritten statement instead of running it. `values`: the `:name`
-        parameters of a declared tool's statement, which the driver binds; never written into the text.
-        """
+    def _prepared(self, sql: str) -> tuple[exp.Expression, exp.Expression, str, bool]:
+        """The statement as the guard read it, as the role's rewrite made it, as it is sent, and whether it
+        reads fenced CTEs: the guard and the rewrite, which every statement passes."""
         if len(sql) > MAX_SQL_CHARS:
             raise InvalidArgument(
                 f"the statement is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are read.",
@@ -104,6 +122,42 @@ class SecurePath:
         # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
         executed = render(rewritten, dialect, copy=rewritten is expression)
         guard.check_sent(executed, self.engine.name)
+        return expression, rewritten, executed, fenced
+
+    @contextmanager
+    def stream(self, sql: str, *, timeout_s: float) -> Iterator[Streamed]:
+        """The secured path for a result read whole as it arrives (an export): the same guard, rewrite,
+        read-only session and third layer as `run`, without a row cap; the rows are read while the block runs.
+        The statement is noted for the audit with the rows read, whether the block finished or not."""
+        expression, rewritten, executed, fenced = self._prepared(sql)
+        streamed: Streamed | None = None
+        try:
+            with self.db.streaming(executed, timeout_s=timeout_s, fenced=fenced) as (columns, cursor):
+                shown = columns
+                if not self.role.unrestricted and self.db.engine.names_columns_by_rendering:
+                    shown = shown_columns(rewritten, columns)
+                streamed = Streamed(self.role, expression, cursor, columns, shown, executed)
+                yield streamed
+        except QueryFailed as exc:
+            raise explain_error(exc, expression, self._catalog(), self.db.name) from None
+        finally:
+            note_statement(sql, executed, streamed.rows if streamed is not None else 0)
+
+    def run(
+        self,
+        sql: str,
+        *,
+        limit: int,
+        timeout_s: float | None = None,
+        explain: bool = False,
+        values: Mapping[str, Any] | None = None,
+    ) -> Secured:
+        """Guard, then the role's rewrite, then a read-only session.
+
+        With `explain`, the engine plans the rewritten statement instead of running it. `values`: the `:name`
+        parameters of a declared tool's statement, which the driver binds; never written into the text.
+        """
+        expression, rewritten, executed, fenced = self._prepared(sql)
         bound = None
         claimed = claims_used(rewritten) if rewritten is not expression else set()
         if claimed:

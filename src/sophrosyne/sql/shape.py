@@ -3,7 +3,7 @@
 Planning is not bounded by a statement timeout: PostgreSQL spent 23 s planning a chain of 500 CTEs under a 1 s
 limit (its planner does not stop for interrupts there), and 14 minutes for 3,000. Python recursion is bounded
 too: a 1,500-deep expression overflows sqlglot's parser and generator and our rewrite. So the size of what the
-planner is given is bounded here, each limit a setting (`sql_max_*` in settings.py) far above what real
+planner is given is bounded here, each limit a setting (`sql_max_*` in settings/sections.py) far above what real
 queries need: across BIRD dev, Spider dev and BIRD mini-dev's gold SQL (4,568 queries in five forms) the most
 are a tree 21 deep, 3 CTEs, 10 relations in FROM and JOIN, 6 nested queries, 2 set operations, an 85-character
 literal and a 53-character LIKE pattern. At the defaults PostgreSQL plans the largest statement of each shape

@@ -61,6 +61,15 @@ class Context(Protocol):
     def reminder(self, tables: list[str]) -> str | None: ...
 
 
+class Link(BaseModel):
+    """A resource an answer points to (an export's file): sent as an MCP resource link beside the text."""
+
+    uri: str
+    name: str
+    mime_type: str
+    size: int | None = None
+
+
 class Result(BaseModel):
     """Base of the typed tool results. A tool's module gives its result the three ways it is shown or cut:
     `agent_lines` (the text an agent reads), `cut_to_budget` (which lists `budget.fit` cuts first) and
@@ -77,6 +86,10 @@ class Result(BaseModel):
 
     def show(self, screen: Screen) -> None:
         screen.plain(render(self))
+
+    def links(self) -> list[Link]:
+        """Resources the answer points to, beside its text (none by default)."""
+        return []
 
 
 def render(result: BaseModel, nonce: str | None = None) -> str:

@@ -32,6 +32,12 @@ class ToolEntry:
     over: Literal["source", "sources"] = "source"
     # The result models `from sophrosyne import ...` gives, space-separated.
     exports: str = ""
+    # Whether a call writes (an export's file, on the server): its MCP annotation is then not read-only.
+    writes: bool = False
+    # The setting (flat name) of the seconds a call may take, when not `timeout_s`.
+    seconds: str | None = None
+    # The setting (flat name) that must be true for a server to serve it, for a tool that is not served by default.
+    served_if: str | None = None
 
     @property
     def module(self) -> str:
@@ -53,6 +59,15 @@ TOOLS: tuple[ToolEntry, ...] = (
     ToolEntry("search_schema", "sophrosyne search", exports="SchemaHit SchemaHits"),
     ToolEntry("execute_sql", "sophrosyne sql", explores="sql", exports="QueryOutput"),
     ToolEntry("explain_sql", "sophrosyne sql --explain", explores="sql", exports="QueryPlan"),
+    ToolEntry(
+        "export_sql",
+        "sophrosyne export",
+        explores="sql",
+        exports="ExportOutput",
+        writes=True,
+        seconds="export_timeout_s",
+        served_if="allow_exports",
+    ),
 )
 
 NAMES = tuple(entry.name for entry in TOOLS)
