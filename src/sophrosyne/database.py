@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from sophrosyne import engines
 from sophrosyne.base import deadline
-from sophrosyne.engines.catalogs import read_catalog
-from sophrosyne.engines.pools import CONNECT_HINT, FilePool, Pool, ServerPool, first_line
+from sophrosyne.engines.catalogs import CATALOG_READ_S, read_catalog
+from sophrosyne.engines.pools import CONNECT_HINT, FilePool, Pool, ServerPool, bound_connects, first_line
 from sophrosyne.engines.reading import Read, read_rows
 from sophrosyne.errors import (
     CallCancelled,
@@ -308,8 +308,11 @@ def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str |
     import sqlalchemy as sa
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-    url, connect_args = engine.prepare_url(url)
     limits = settings.limits
+    # Once open, no read or write of a connection waits longer than the longest statement (a catalog's reading
+    # included), and a little more: past that the server is gone.
+    read_timeout_s = max(limits.timeout_s, CATALOG_READ_S) + limits.connect_timeout_s
+    url, connect_args = engine.prepare_url(url, limits.connect_timeout_s, read_timeout_s)
     try:
         # Each worker thread and each Python program may hold a connection at once: SQLAlchemy's default pool
         # (5, and 10 more for 30 s) made a flood of slow calls wait on connections the fair share gave others.
@@ -322,7 +325,8 @@ def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str |
         )
     except (ArgumentError, NoSuchModuleError) as exc:
         raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
-    pool = ServerPool(sa_engine)
+    bound_connects(sa_engine, engine, limits.connect_timeout_s, read_timeout_s)
+    pool = ServerPool(sa_engine, engine, limits.connect_timeout_s)
     if probe:
         pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
     return Database(engine, pool, name=name or (url.database or url.get_backend_name()), settings=settings)

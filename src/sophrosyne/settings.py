@@ -112,6 +112,13 @@ class Limits(Section):
         description="Most HTTP connections one client address may hold open (per worker); beyond, a connection "
         "is answered 429 and closed. Behind a reverse proxy every client has the proxy's address: raise it there.",
     )
+    connect_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="Seconds to open a connection to a database server (name lookup, TCP, TLS handshake, login) "
+        "before it is called unreachable; each read or write of the login waits no longer either.",
+    )
     worker_threads: int = Field(32, ge=2, le=1024, description="Threads running tool calls (per HTTP worker).")
     python_programs: int = Field(4, ge=2, le=256, description="Python programs running at once, in their own threads.")
     client_calls: int = Field(2, ge=1, le=1024, description="Most calls one client may have running at once.")

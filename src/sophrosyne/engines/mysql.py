@@ -43,11 +43,26 @@ class MySQL(ServerEngine):
     names_columns_by_text = True
     zero_estimate_unknown = True
 
-    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
-        url, connect_args = super().prepare_url(url)
-        if "connect_timeout" not in url.query:
-            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    default_port = 3306
+
+    def prepare_url(
+        self, url: URL, connect_timeout_s: float = CONNECT_TIMEOUT_S, read_timeout_s: float | None = None
+    ) -> tuple[URL, dict[str, Any]]:
+        url, connect_args = super().prepare_url(url, connect_timeout_s, read_timeout_s)
+        # PyMySQL bounds only the TCP connect by connect_timeout: the server's greeting, the TLS handshake and
+        # the login are reads and writes, which wait for ever unless bounded too. They are bounded by the
+        # connect timeout while connecting, then by `read_timeout_s` (see connected()).
+        for key in ("connect_timeout", "read_timeout", "write_timeout"):
+            if key not in url.query:
+                connect_args[key] = connect_timeout_s
         return url, connect_args
+
+    def connected(self, raw: Any, read_timeout_s: float) -> None:
+        # PyMySQL sets its socket's timeout from these before each read and write; one the URL gave (other
+        # than the connect timeout) is kept.
+        for name in ("_read_timeout", "_write_timeout"):
+            if getattr(raw, name, None) == raw.connect_timeout:
+                setattr(raw, name, read_timeout_s)
 
     @contextmanager
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:

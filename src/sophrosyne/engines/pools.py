@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine as SQLAlchemyEngine
 
     from sophrosyne.engines.base import FileEngine
+    from sophrosyne.engines.servers import ServerEngine
 
 # What to check when a server cannot be reached.
 CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
@@ -193,10 +194,13 @@ class ServerPool:
     reading, a statement running) is shut as it comes back. SQLAlchemy would otherwise put it back into the
     disposed pool, open, for the garbage collector to find later (psycopg warns of each one)."""
 
-    def __init__(self, engine: SQLAlchemyEngine) -> None:
+    def __init__(self, engine: SQLAlchemyEngine, kind: ServerEngine, connect_timeout_s: float) -> None:
         from sqlalchemy import event
 
         self.engine = engine
+        self.connect_timeout_s = connect_timeout_s
+        # Where the server is, for what to check when it cannot be reached.
+        self.address = f"{engine.url.host or 'localhost'}:{engine.url.port or kind.default_port}"
         self.server: SQLAlchemyEngine | None = engine  # the same, as every pool offers it (None for a file)
         self.driver = str(engine.dialect.driver)
         self.url = engine.url.render_as_string(hide_password=True)
@@ -215,9 +219,18 @@ class ServerPool:
         errors: tuple[type[Exception], ...] = (DBAPIError, *self.errors)
         try:
             return self.engine.raw_connection()
+        except ConnectionFailed as exc:  # the host's name did not resolve (see bound_connects)
+            raise ConnectionFailed(f"cannot connect to {self.url}: {exc.message}", hint=exc.hint) from None
         except errors as exc:
-            cause = exc.orig if isinstance(exc, DBAPIError) else exc
-            raise ConnectionFailed(f"cannot connect to {self.url}: {first_line(cause)}", hint=CONNECT_HINT) from None
+            cause = first_line(exc.orig if isinstance(exc, DBAPIError) else exc)
+            if "timed out" in cause.lower() or "timeout" in cause.lower():
+                cause = f"no answer from {self.address} within {self.connect_timeout_s:g} s ({cause})"
+            raise ConnectionFailed(
+                f"cannot connect to {self.url}: {cause}",
+                hint=f"Check that the server runs and answers at {self.address} (a firewall or a proxy may accept "
+                "a connection and pass nothing on), and that the URL, user, password, database and TLS options are "
+                f"right; connect_timeout_s (now {self.connect_timeout_s:g} s) is how long opening may take.",
+            ) from None
 
     def release(self, raw: Any) -> None:
         with self._state:
@@ -242,6 +255,24 @@ class ServerPool:
             # A connection being handed back now lands in the pool before it is disposed of, not after.
             self._state.wait_for(lambda: self._returning == 0, timeout=RETURN_WAIT_S)
         self.engine.dispose()
+
+
+def bound_connects(server: SQLAlchemyEngine, kind: ServerEngine, connect_timeout_s: float, read_s: float) -> None:
+    """Bound each new connection of `server`: its host's name looked up within the connect timeout (the
+    drivers bound the rest of the opening themselves, see each engine's prepare_url), then its reads and
+    writes by `read_s` once it is open."""
+    from sqlalchemy import event
+
+    from sophrosyne.engines.servers import resolve
+
+    def before(dialect: Any, record: Any, args: Any, params: dict[str, Any]) -> None:
+        resolve(params.get("host"), connect_timeout_s)
+
+    def after(raw: Any, record: Any) -> None:
+        kind.connected(raw, read_s)
+
+    event.listen(server, "do_connect", before)
+    event.listen(server, "connect", after)
 
 
 def first_line(exc: BaseException | None) -> str:
