@@ -29,6 +29,7 @@ from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
     from sophrosyne.engines import Cursor, Engine, Row, ServerEngine
+    from sophrosyne.engines.tls import TLS
     from sophrosyne.schema.catalog import Catalog
 
 # Words in an engine's message that mean the statement was stopped by its deadline.
@@ -252,18 +253,25 @@ def demo_path() -> Path:
 
 
 def open_database(
-    target: str | Path, settings: Settings | None = None, *, name: str | None = None, probe: bool = True
+    target: str | Path,
+    settings: Settings | None = None,
+    *,
+    name: str | None = None,
+    probe: bool = True,
+    tls: TLS | None = None,
 ) -> Database:
     """Open a database from a SQLAlchemy URL, a path to a .sqlite/.db/.duckdb file, or `demo`, read-only.
 
     A path is opened exactly as given (`#`, `?` and spaces are part of the name). With `probe` a first
     connection is made now, so a bad target fails here with its reason; a server skips it and reports the
-    reason on each call until the target works (a file locked at start-up, a server still starting)."""
+    reason on each call until the target works (a file locked at start-up, a server still starting). `tls`: a
+    source's TLS options (engines/tls.py), for a server only; they override the URL's own."""
     settings = settings or Settings()
     text = str(target)
     if text == DEMO:
         return _open_file(str(demo_path()), settings, name or DEMO, probe)
     if "://" not in text:
+        _no_tls(tls, text)
         return _open_file(text, settings, name, probe)
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -282,8 +290,14 @@ def open_database(
     if not isinstance(engine, engines.ServerEngine):
         if not url.database or url.database == ":memory:":
             raise ConfigError(f"`{text}` names no database file.", hint=f"Give the file, as in {backend}:///hr.db.")
+        _no_tls(tls, text)
         return _open_file(url.database, settings, name, probe)
-    return _open_server(engine, url, settings, name, probe)
+    return _open_server(engine, url, settings, name, probe, tls)
+
+
+def _no_tls(tls: TLS | None, target: str) -> None:
+    if tls is not None:
+        raise ConfigError(f"`{target}` is a database file: a `tls` section is for a server's URL.")
 
 
 def _open_file(text: str, settings: Settings, name: str | None, probe: bool) -> Database:
@@ -304,7 +318,9 @@ def _open_file(text: str, settings: Settings, name: str | None, probe: bool) -> 
     return Database(engine, pool, name=name or path.stem, settings=settings)
 
 
-def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str | None, probe: bool) -> Database:
+def _open_server(
+    engine: ServerEngine, url: Any, settings: Settings, name: str | None, probe: bool, tls: TLS | None
+) -> Database:
     import sqlalchemy as sa
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -313,6 +329,8 @@ def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str |
     # included), and a little more: past that the server is gone.
     read_timeout_s = max(limits.timeout_s, CATALOG_READ_S) + limits.connect_timeout_s
     url, connect_args = engine.prepare_url(url, limits.connect_timeout_s, read_timeout_s)
+    if tls is not None:
+        connect_args |= engine.tls_args(tls)
     try:
         # Each worker thread and each Python program may hold a connection at once: SQLAlchemy's default pool
         # (5, and 10 more for 30 s) made a flood of slow calls wait on connections the fair share gave others.

@@ -14,6 +14,8 @@ from sophrosyne.engines.servers import ServerEngine
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
+    from sophrosyne.engines.tls import TLS
+
 
 class MySQL(ServerEngine):
     """MySQL and MariaDB: one SQL dialect, two names for the statement deadline."""
@@ -56,6 +58,11 @@ class MySQL(ServerEngine):
             if key not in url.query:
                 connect_args[key] = connect_timeout_s
         return url, connect_args
+
+    def tls_args(self, tls: TLS) -> dict[str, Any]:
+        from sophrosyne.engines.tls import mysql_args
+
+        return mysql_args(tls)
 
     def connected(self, raw: Any, read_timeout_s: float) -> None:
         # PyMySQL sets its socket's timeout from these before each read and write; one the URL gave (other

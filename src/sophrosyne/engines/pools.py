@@ -223,14 +223,25 @@ class ServerPool:
             raise ConnectionFailed(f"cannot connect to {self.url}: {exc.message}", hint=exc.hint) from None
         except errors as exc:
             cause = first_line(exc.orig if isinstance(exc, DBAPIError) else exc)
-            if "timed out" in cause.lower() or "timeout" in cause.lower():
-                cause = f"no answer from {self.address} within {self.connect_timeout_s:g} s ({cause})"
-            raise ConnectionFailed(
-                f"cannot connect to {self.url}: {cause}",
-                hint=f"Check that the server runs and answers at {self.address} (a firewall or a proxy may accept "
-                "a connection and pass nothing on), and that the URL, user, password, database and TLS options are "
-                f"right; connect_timeout_s (now {self.connect_timeout_s:g} s) is how long opening may take.",
-            ) from None
+            raise self._failure(cause) from None
+
+    def _failure(self, cause: str) -> ConnectionFailed:
+        lowered = cause.lower()
+        if "timed out" in lowered or "timeout" in lowered:
+            cause = f"no answer from {self.address} within {self.connect_timeout_s:g} s ({cause})"
+        if any(word in lowered for word in ("certificate", "ssl", "tls")):
+            return ConnectionFailed(
+                f"cannot connect to {self.url}: TLS failed: {cause}",
+                hint=f"Check that the source's tls.ca is the CA that signed the certificate of the server at "
+                f"{self.address}, that the URL's host is a name that certificate holds (mode verify-full; verify-ca "
+                "checks the CA only), and, where the server asks for one, tls.cert and tls.key (docs/connections.md).",
+            )
+        return ConnectionFailed(
+            f"cannot connect to {self.url}: {cause}",
+            hint=f"Check that the server runs and answers at {self.address} (a firewall or a proxy may accept "
+            "a connection and pass nothing on), and that the URL, user, password, database and TLS options are "
+            f"right; connect_timeout_s (now {self.connect_timeout_s:g} s) is how long opening may take.",
+        )
 
     def release(self, raw: Any) -> None:
         with self._state:

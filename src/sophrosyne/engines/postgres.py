@@ -16,6 +16,8 @@ from sophrosyne.engines.servers import ServerEngine
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
+    from sophrosyne.engines.tls import TLS
+
 
 class PostgreSQL(ServerEngine):
     name = "postgres"
@@ -61,6 +63,11 @@ class PostgreSQL(ServerEngine):
             }
         connect_args |= {key: value for key, value in defaults.items() if key not in url.query}
         return url.difference_update_query(["options"]), connect_args
+
+    def tls_args(self, tls: TLS) -> dict[str, Any]:
+        from sophrosyne.engines.tls import postgres_args
+
+        return postgres_args(tls)
 
     @contextmanager
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:

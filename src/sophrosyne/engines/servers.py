@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
     from sqlalchemy.engine import Engine as SQLAlchemyEngine
 
+    from sophrosyne.engines.tls import TLS
+
 
 class ServerEngine(Engine):
     """An engine behind a URL, reached through SQLAlchemy's URL parsing, pool and inspector."""
@@ -44,6 +46,13 @@ class ServerEngine(Engine):
         if f"{backend}+{driver}" != url.drivername:
             url = url.set(drivername=f"{backend}+{driver}")
         return url, {}
+
+    def tls_args(self, tls: TLS) -> dict[str, Any]:
+        """The driver's connect arguments for a source's `tls` section (engines/tls.py)."""
+        raise ConfigError(
+            f"a `tls` section is for PostgreSQL and MySQL/MariaDB sources, not {self.name}.",
+            hint="Give a Spark server's TLS in its URL: ?use_ssl=true&ca_cert=/path/ca.pem.",
+        )
 
     def connected(self, raw: Any, read_timeout_s: float) -> None:
         """Called on each new DB-API connection, once open: the bound of its later reads and writes."""
