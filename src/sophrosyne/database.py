@@ -29,6 +29,7 @@ from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
     from sophrosyne.engines import Cursor, Engine, Row, ServerEngine
+    from sophrosyne.engines.ssh import SSH, Tunnel
     from sophrosyne.engines.tls import TLS
     from sophrosyne.schema.catalog import Catalog
 
@@ -259,19 +260,22 @@ def open_database(
     name: str | None = None,
     probe: bool = True,
     tls: TLS | None = None,
+    ssh: SSH | None = None,
 ) -> Database:
     """Open a database from a SQLAlchemy URL, a path to a .sqlite/.db/.duckdb file, or `demo`, read-only.
 
     A path is opened exactly as given (`#`, `?` and spaces are part of the name). With `probe` a first
     connection is made now, so a bad target fails here with its reason; a server skips it and reports the
     reason on each call until the target works (a file locked at start-up, a server still starting). `tls`: a
-    source's TLS options (engines/tls.py), for a server only; they override the URL's own."""
+    source's TLS options (engines/tls.py), for a server only; they override the URL's own. `ssh`: the SSH server
+    the database server is reached through (engines/ssh.py), with the URL's host and port as that server sees
+    them."""
     settings = settings or Settings()
     text = str(target)
     if text == DEMO:
         return _open_file(str(demo_path()), settings, name or DEMO, probe)
     if "://" not in text:
-        _no_tls(tls, text)
+        _no_tls(tls or ssh, text)
         return _open_file(text, settings, name, probe)
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -290,14 +294,14 @@ def open_database(
     if not isinstance(engine, engines.ServerEngine):
         if not url.database or url.database == ":memory:":
             raise ConfigError(f"`{text}` names no database file.", hint=f"Give the file, as in {backend}:///hr.db.")
-        _no_tls(tls, text)
+        _no_tls(tls or ssh, text)
         return _open_file(url.database, settings, name, probe)
-    return _open_server(engine, url, settings, name, probe, tls)
+    return _open_server(engine, url, settings, name, probe, tls, ssh)
 
 
-def _no_tls(tls: TLS | None, target: str) -> None:
-    if tls is not None:
-        raise ConfigError(f"`{target}` is a database file: a `tls` section is for a server's URL.")
+def _no_tls(options: object, target: str) -> None:
+    if options is not None:
+        raise ConfigError(f"`{target}` is a database file: `tls` and `ssh` sections are for a server's URL.")
 
 
 def _open_file(text: str, settings: Settings, name: str | None, probe: bool) -> Database:
@@ -319,11 +323,14 @@ def _open_file(text: str, settings: Settings, name: str | None, probe: bool) -> 
 
 
 def _open_server(
-    engine: ServerEngine, url: Any, settings: Settings, name: str | None, probe: bool, tls: TLS | None
+    engine: ServerEngine,
+    url: Any,
+    settings: Settings,
+    name: str | None,
+    probe: bool,
+    tls: TLS | None,
+    ssh: SSH | None,
 ) -> Database:
-    import sqlalchemy as sa
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
     limits = settings.limits
     # Once open, no read or write of a connection waits longer than the longest statement (a catalog's reading
     # included), and a little more: past that the server is gone.
@@ -331,6 +338,35 @@ def _open_server(
     url, connect_args = engine.prepare_url(url, limits.connect_timeout_s, read_timeout_s)
     if tls is not None:
         connect_args |= engine.tls_args(tls)
+    tunnel = None
+    if ssh is not None:
+        from sophrosyne.engines.ssh import Tunnel
+
+        tunnel = Tunnel(ssh, (url.host or "localhost", url.port or engine.default_port), limits.connect_timeout_s)
+        url, redirect = engine.through_tunnel(url, tunnel.open())
+        connect_args |= redirect
+    try:
+        return _pooled(engine, url, connect_args, settings, name, probe, tunnel, read_timeout_s)
+    except BaseException:
+        if tunnel is not None:
+            tunnel.close()
+        raise
+
+
+def _pooled(
+    engine: ServerEngine,
+    url: Any,
+    connect_args: dict[str, Any],
+    settings: Settings,
+    name: str | None,
+    probe: bool,
+    tunnel: Tunnel | None,
+    read_timeout_s: float,
+) -> Database:
+    import sqlalchemy as sa
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    limits = settings.limits
     try:
         # Each worker thread and each Python program may hold a connection at once: SQLAlchemy's default pool
         # (5, and 10 more for 30 s) made a flood of slow calls wait on connections the fair share gave others.
@@ -343,8 +379,8 @@ def _open_server(
         )
     except (ArgumentError, NoSuchModuleError) as exc:
         raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
-    bound_connects(sa_engine, engine, limits.connect_timeout_s, read_timeout_s)
-    pool = ServerPool(sa_engine, engine, limits.connect_timeout_s)
+    bound_connects(sa_engine, engine, limits.connect_timeout_s, read_timeout_s, tunnel)
+    pool = ServerPool(sa_engine, engine, limits.connect_timeout_s, tunnel)
     if probe:
         pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
     return Database(engine, pool, name=name or (url.database or url.get_backend_name()), settings=settings)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from sophrosyne.engines.base import FileEngine
     from sophrosyne.engines.servers import ServerEngine
+    from sophrosyne.engines.ssh import Tunnel
 
 # What to check when a server cannot be reached.
 CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
@@ -194,13 +195,18 @@ class ServerPool:
     reading, a statement running) is shut as it comes back. SQLAlchemy would otherwise put it back into the
     disposed pool, open, for the garbage collector to find later (psycopg warns of each one)."""
 
-    def __init__(self, engine: SQLAlchemyEngine, kind: ServerEngine, connect_timeout_s: float) -> None:
+    def __init__(
+        self, engine: SQLAlchemyEngine, kind: ServerEngine, connect_timeout_s: float, tunnel: Tunnel | None = None
+    ) -> None:
         from sqlalchemy import event
 
         self.engine = engine
+        self.tunnel = tunnel  # the SSH tunnel the connections go through, closed with the pool
         self.connect_timeout_s = connect_timeout_s
         # Where the server is, for what to check when it cannot be reached.
         self.address = f"{engine.url.host or 'localhost'}:{engine.url.port or kind.default_port}"
+        if tunnel is not None:
+            self.address = f"{tunnel.target[0]}:{tunnel.target[1]} through the SSH server {tunnel.where}"
         self.server: SQLAlchemyEngine | None = engine  # the same, as every pool offers it (None for a file)
         self.driver = str(engine.dialect.driver)
         self.url = engine.url.render_as_string(hide_password=True)
@@ -219,7 +225,7 @@ class ServerPool:
         errors: tuple[type[Exception], ...] = (DBAPIError, *self.errors)
         try:
             return self.engine.raw_connection()
-        except ConnectionFailed as exc:  # the host's name did not resolve (see bound_connects)
+        except ConnectionFailed as exc:  # the host's name did not resolve, the tunnel failed (see bound_connects)
             raise ConnectionFailed(f"cannot connect to {self.url}: {exc.message}", hint=exc.hint) from None
         except errors as exc:
             cause = first_line(exc.orig if isinstance(exc, DBAPIError) else exc)
@@ -265,19 +271,29 @@ class ServerPool:
             self.closed = True
             # A connection being handed back now lands in the pool before it is disposed of, not after.
             self._state.wait_for(lambda: self._returning == 0, timeout=RETURN_WAIT_S)
-        self.engine.dispose()
+        try:
+            self.engine.dispose()
+        finally:
+            if self.tunnel is not None:
+                self.tunnel.close()
 
 
-def bound_connects(server: SQLAlchemyEngine, kind: ServerEngine, connect_timeout_s: float, read_s: float) -> None:
+def bound_connects(
+    server: SQLAlchemyEngine, kind: ServerEngine, connect_timeout_s: float, read_s: float, tunnel: Tunnel | None
+) -> None:
     """Bound each new connection of `server`: its host's name looked up within the connect timeout (the
     drivers bound the rest of the opening themselves, see each engine's prepare_url), then its reads and
-    writes by `read_s` once it is open."""
+    writes by `read_s` once it is open. Through an SSH tunnel, the tunnel's SSH connection is checked (and
+    opened again if it dropped) instead of a name looked up: the name is the SSH server's to resolve."""
     from sqlalchemy import event
 
     from sophrosyne.engines.servers import resolve
 
     def before(dialect: Any, record: Any, args: Any, params: dict[str, Any]) -> None:
-        resolve(params.get("host"), connect_timeout_s)
+        if tunnel is not None:
+            tunnel.ensure()
+        else:
+            resolve(params.get("host"), connect_timeout_s)
 
     def after(raw: Any, record: Any) -> None:
         kind.connected(raw, read_s)

@@ -64,6 +64,10 @@ class PostgreSQL(ServerEngine):
         connect_args |= {key: value for key, value in defaults.items() if key not in url.query}
         return url.difference_update_query(["options"]), connect_args
 
+    def through_tunnel(self, url: URL, port: int) -> tuple[URL, dict[str, Any]]:
+        # libpq connects to `hostaddr` and checks the certificate against `host`: verify-full holds through it.
+        return url, {"hostaddr": "127.0.0.1", "port": port}
+
     def tls_args(self, tls: TLS) -> dict[str, Any]:
         from sophrosyne.engines.tls import postgres_args
 

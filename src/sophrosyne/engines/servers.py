@@ -54,6 +54,10 @@ class ServerEngine(Engine):
             hint="Give a Spark server's TLS in its URL: ?use_ssl=true&ca_cert=/path/ca.pem.",
         )
 
+    def through_tunnel(self, url: URL, port: int) -> tuple[URL, dict[str, Any]]:
+        """The URL and connect arguments that reach the server through an SSH tunnel's port on 127.0.0.1."""
+        return url.set(host="127.0.0.1", port=port), {}
+
     def connected(self, raw: Any, read_timeout_s: float) -> None:
         """Called on each new DB-API connection, once open: the bound of its later reads and writes."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sophrosyne.engines.options import option_files, option_table
 from sophrosyne.errors import ConfigError
 
 # From least to most checked: no TLS; encrypted, any certificate; signed by the CA; and naming the URL's host.
@@ -31,24 +32,14 @@ class TLS:
 
 def read_tls(entry: Any, where: str, folder: Path) -> TLS:
     """A `tls` table of a sources file (`where` names it in errors); relative paths are from `folder`."""
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where} must be a table.", hint='Write [sources.NAME.tls] with mode = "verify-full".')
-    unknown = set(entry) - KEYS
-    if unknown:
-        raise ConfigError(f"{where} has unknown key `{sorted(unknown)[0]}`.", hint=f"Keys: {', '.join(sorted(KEYS))}.")
+    entry = option_table(entry, where, KEYS, '[sources.NAME.tls] with mode = "verify-full"')
     for key, value in entry.items():
         if not isinstance(value, str):
             raise ConfigError(f"{where}.{key} must be a string.")
     mode = entry.get("mode", "verify-full")
     if mode not in MODES:
         raise ConfigError(f"{where}.mode is `{mode}`.", hint=f"Give one of {', '.join(MODES)}.")
-    files: dict[str, Path | None] = {}
-    for key in ("ca", "cert", "key"):
-        given = entry.get(key)
-        path = None if given is None else (folder / Path(given).expanduser())
-        if path is not None and not path.is_file():
-            raise ConfigError(f"{where}.{key}: {path} is not a file.", hint="Give the PEM file's path.")
-        files[key] = path
+    files = option_files(entry, where, folder, ("ca", "cert", "key"))
     if (files["cert"] is None) != (files["key"] is None):
         raise ConfigError(f"{where} needs both `cert` and `key` for a client certificate, or neither.")
     if mode == "disable" and any(files.values()):
