@@ -82,6 +82,35 @@ def test_the_server_refuses_a_connection_without_tls(certs: tuple[Path, int], tm
         _rows(certs, tmp_path, "localhost", 'mode = "disable"')
 
 
+def _mariadb(certs: tuple[Path, int], tmp_path: Path, host: str, tls: str) -> str:
+    """The TLS version of the session, read through a MariaDB source."""
+    folder, _ = certs
+    port = int(os.environ.get("SOPHROSYNE_TEST_MARIADB_TLS_PORT", "53306"))
+    path = _sources(tmp_path, f"mysql://root@{host}:{port}/mysql", tls.replace("DIR", str(folder)))
+    sources = Sources.open(load_sources(path), Settings(connect_timeout_s=3))
+    try:
+        sql = "SELECT variable_value FROM information_schema.session_status WHERE variable_name = 'SSL_VERSION'"
+        return str(sources.get("shop").db.run(sql).rows[0][0])
+    finally:
+        sources.close()
+
+
+@pytest.mark.tls
+def test_mariadb_verify_full_against_the_servers_ca_is_encrypted(certs: tuple[Path, int], tmp_path: Path) -> None:
+    assert _mariadb(certs, tmp_path, "localhost", 'ca = "DIR/ca.crt"').startswith("TLSv1.")
+    assert _mariadb(certs, tmp_path, "127.0.0.1", 'mode = "verify-ca"\nca = "DIR/ca.crt"').startswith("TLSv1.")
+
+
+@pytest.mark.tls
+def test_mariadb_refuses_another_ca_and_a_wrong_host(certs: tuple[Path, int], tmp_path: Path) -> None:
+    with pytest.raises(ConnectionFailed, match=r"TLS failed: .*certificate verify failed"):
+        _mariadb(certs, tmp_path, "localhost", 'ca = "DIR/other-ca.crt"')
+    with pytest.raises(ConnectionFailed, match=r"TLS failed: .*(IP address mismatch|doesn't match)"):
+        _mariadb(certs, tmp_path, "127.0.0.1", 'ca = "DIR/ca.crt"')
+    # Without grant tables the server lets a plain session in (require_secure_transport is not applied): it is one.
+    assert _mariadb(certs, tmp_path, "localhost", 'mode = "disable"') == ""
+
+
 # The options, without a server ---------------------------------------------------------------------------
 
 

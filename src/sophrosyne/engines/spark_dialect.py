@@ -148,7 +148,8 @@ def _track_sockets() -> None:
 
 def _set_call_timeout(thrift: Any, seconds: float) -> None:
     """Bound each later Thrift call of a connection by `seconds`: its socket is under the SASL transport."""
-    transport = thrift.service.client._iprot.trans
+    client = getattr(getattr(thrift, "service", None), "client", None)
+    transport = getattr(getattr(client, "_iprot", None), "trans", None)
     while transport is not None and not hasattr(transport, "setTimeout"):
         # thrift_sasl's transport, or Thrift's buffered one (auth_mechanism=NOSASL)
         transport = getattr(transport, "_trans", None) or getattr(transport, "_TBufferedTransport__trans", None)
