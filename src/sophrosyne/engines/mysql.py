@@ -122,8 +122,16 @@ class MySQL(ServerEngine):
 
         # MySQL stops a statement only when asked from another connection, by the thread id of the first.
         busy = raw.driver_connection
+        # The same way in as the busy connection (an SSH tunnel's port, its TLS context), bounded the same way.
         killer = pymysql.connect(
-            host=busy.host, port=busy.port, user=busy.user, password=busy.password, connect_timeout=3
+            host=busy.host,
+            port=busy.port,
+            user=busy.user,
+            password=busy.password,
+            ssl=busy.ctx if getattr(busy, "_ssl_required", False) else None,  # else PyMySQL's default: TLS if offered
+            connect_timeout=3,
+            read_timeout=3,
+            write_timeout=3,
         )
         try:
             with killer.cursor() as cursor:
