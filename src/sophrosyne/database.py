@@ -338,7 +338,7 @@ def _open_server(
     url, connect_args = engine.prepare_url(url, limits.connect_timeout_s, read_timeout_s)
     if tls is not None:
         connect_args |= engine.tls_args(tls)
-    tunnel = None
+    tunnel, shown = None, url.render_as_string(hide_password=True)
     if ssh is not None:
         from sophrosyne.engines.ssh import Tunnel
 
@@ -346,7 +346,7 @@ def _open_server(
         url, redirect = engine.through_tunnel(url, tunnel.open())
         connect_args |= redirect
     try:
-        return _pooled(engine, url, connect_args, settings, name, probe, tunnel, read_timeout_s)
+        return _pooled(engine, url, connect_args, settings, name, probe, tunnel, read_timeout_s, shown)
     except BaseException:
         if tunnel is not None:
             tunnel.close()
@@ -362,6 +362,7 @@ def _pooled(
     probe: bool,
     tunnel: Tunnel | None,
     read_timeout_s: float,
+    shown: str,
 ) -> Database:
     import sqlalchemy as sa
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -381,6 +382,7 @@ def _pooled(
         raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
     bound_connects(sa_engine, engine, limits.connect_timeout_s, read_timeout_s, tunnel)
     pool = ServerPool(sa_engine, engine, limits.connect_timeout_s, tunnel)
+    pool.url = shown  # the server's own URL, not the tunnel's port on 127.0.0.1 where the URL was changed for it
     if probe:
         pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
     return Database(engine, pool, name=name or (url.database or url.get_backend_name()), settings=settings)

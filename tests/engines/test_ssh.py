@@ -93,10 +93,19 @@ def test_every_tool_answers_through_the_tunnel_and_nothing_is_left_after_serve(
 
 
 @pytest.mark.ssh
-def test_a_wrong_host_key_is_refused(sshd: tuple[Path, int, int], tmp_path: Path) -> None:
-    path = _sources(tmp_path, "postgresql://postgres@127.0.0.1:5432/test", _section(sshd, "wrong_known_hosts"))
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://postgres@127.0.0.1:5432/test", "postgresql+psycopg://postgres@127.0.0.1:5432/test"),
+        ("mysql://root@127.0.0.1:3306/test", "mysql+pymysql://root@127.0.0.1:3306/test"),
+    ],
+)
+def test_a_wrong_host_key_is_refused(sshd: tuple[Path, int, int], tmp_path: Path, url: str, shown: str) -> None:
+    path = _sources(tmp_path, url, _section(sshd, "wrong_known_hosts"))
     with pytest.raises(ConnectionFailed) as caught:
         Sources.open(load_sources(path), Settings(connect_timeout_s=3))
+    # The server's URL, not the tunnel's port on 127.0.0.1.
+    assert caught.value.message.startswith(f"cannot connect to {shown}: the SSH server 127.0.0.1:")
     assert "offered a host key that is not the one known for it" in caught.value.message
     assert "known_hosts" in (caught.value.hint or "")
 
