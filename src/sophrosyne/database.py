@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from sophrosyne import engines
 from sophrosyne.base import deadline
-from sophrosyne.engines.catalogs import CATALOG_READ_S, read_catalog
-from sophrosyne.engines.pools import CONNECT_HINT, FilePool, Pool, ServerPool, bound_connects, first_line
+from sophrosyne.engines.catalogs import read_catalog
+from sophrosyne.engines.pools import CONNECT_HINT, FilePool, Pool, first_line, open_server_pool
 from sophrosyne.engines.reading import Read, read_rows
 from sophrosyne.errors import (
     CallCancelled,
@@ -29,7 +29,7 @@ from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
     from sophrosyne.engines import Cursor, Engine, Row, ServerEngine
-    from sophrosyne.engines.ssh import SSH, Tunnel
+    from sophrosyne.engines.ssh import SSH
     from sophrosyne.engines.tls import TLS
     from sophrosyne.schema.catalog import Catalog
 
@@ -43,9 +43,6 @@ _TIMEOUT_MARKERS = (
     "query execution was interrupted",
 )
 logger = logging.getLogger("sophrosyne.database")
-# A server's connections beyond one per worker thread and Python program: the background work (schema checks,
-# the value index, role views) that runs beside the calls.
-BACKGROUND_CONNECTIONS = 8
 
 
 @dataclass
@@ -331,60 +328,7 @@ def _open_server(
     tls: TLS | None,
     ssh: SSH | None,
 ) -> Database:
-    limits = settings.limits
-    # Once open, no read or write of a connection waits longer than the longest statement (a catalog's reading
-    # included), and a little more: past that the server is gone.
-    read_timeout_s = max(limits.timeout_s, CATALOG_READ_S) + limits.connect_timeout_s
-    url, connect_args = engine.prepare_url(url, limits.connect_timeout_s, read_timeout_s)
-    if tls is not None:
-        connect_args |= engine.tls_args(tls)
-    tunnel, shown = None, url.render_as_string(hide_password=True)
-    if ssh is not None:
-        from sophrosyne.engines.ssh import Tunnel
-
-        tunnel = Tunnel(ssh, (url.host or "localhost", url.port or engine.default_port), limits.connect_timeout_s)
-        url, redirect = engine.through_tunnel(url, tunnel.open())
-        connect_args |= redirect
-    try:
-        return _pooled(engine, url, connect_args, settings, name, probe, tunnel, read_timeout_s, shown)
-    except BaseException:
-        if tunnel is not None:
-            tunnel.close()
-        raise
-
-
-def _pooled(
-    engine: ServerEngine,
-    url: Any,
-    connect_args: dict[str, Any],
-    settings: Settings,
-    name: str | None,
-    probe: bool,
-    tunnel: Tunnel | None,
-    read_timeout_s: float,
-    shown: str,
-) -> Database:
-    import sqlalchemy as sa
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    limits = settings.limits
-    try:
-        # Each worker thread and each Python program may hold a connection at once: SQLAlchemy's default pool
-        # (5, and 10 more for 30 s) made a flood of slow calls wait on connections the fair share gave others.
-        sa_engine = sa.create_engine(
-            url,
-            pool_pre_ping=True,
-            pool_size=limits.worker_threads + limits.python_programs,
-            max_overflow=BACKGROUND_CONNECTIONS,
-            connect_args=connect_args,
-        )
-    except (ArgumentError, NoSuchModuleError) as exc:
-        raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
-    bound_connects(sa_engine, engine, limits.connect_timeout_s, read_timeout_s, tunnel)
-    pool = ServerPool(sa_engine, engine, limits.connect_timeout_s, tunnel)
-    pool.url = shown  # the server's own URL, not the tunnel's port on 127.0.0.1 where the URL was changed for it
-    if probe:
-        pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
+    pool = open_server_pool(engine, url, settings.limits, probe=probe, tls=tls, ssh=ssh)
     return Database(engine, pool, name=name or (url.database or url.get_backend_name()), settings=settings)
 
 

@@ -16,10 +16,15 @@ if TYPE_CHECKING:
 
     from sophrosyne.engines.base import FileEngine
     from sophrosyne.engines.servers import ServerEngine
-    from sophrosyne.engines.ssh import Tunnel
+    from sophrosyne.engines.ssh import SSH, Tunnel
+    from sophrosyne.engines.tls import TLS
+    from sophrosyne.settings import Limits
 
 # What to check when a server cannot be reached.
 CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
+# A server's connections beyond one per worker thread and Python program: the background work (schema checks,
+# the value index, role views) that runs beside the calls.
+BACKGROUND_CONNECTIONS = 8
 # How long closing a server's pool waits for connections being handed back (a rollback each).
 RETURN_WAIT_S = 5.0
 
@@ -276,6 +281,67 @@ class ServerPool:
         finally:
             if self.tunnel is not None:
                 self.tunnel.close()
+
+
+def open_server_pool(
+    engine: ServerEngine, url: Any, limits: Limits, *, probe: bool, tls: TLS | None, ssh: SSH | None
+) -> ServerPool:
+    """The pool of a server's database at `url` (SQLAlchemy's), its connects bounded (see bound_connects), with
+    the source's TLS options and through its SSH tunnel if it has them; with `probe`, one connection made now."""
+    from sophrosyne.engines.catalogs import CATALOG_READ_S
+
+    # Once open, no read or write of a connection waits longer than the longest statement (a catalog's reading
+    # included), and a little more: past that the server is gone.
+    read_timeout_s = max(limits.timeout_s, CATALOG_READ_S) + limits.connect_timeout_s
+    url, connect_args = engine.prepare_url(url, limits.connect_timeout_s, read_timeout_s)
+    if tls is not None:
+        connect_args |= engine.tls_args(tls)
+    tunnel, shown = None, url.render_as_string(hide_password=True)
+    if ssh is not None:
+        from sophrosyne.engines.ssh import Tunnel
+
+        tunnel = Tunnel(ssh, (url.host or "localhost", url.port or engine.default_port), limits.connect_timeout_s)
+        url, redirect = engine.through_tunnel(url, tunnel.open())
+        connect_args |= redirect
+    try:
+        pool = _pool(engine, url, connect_args, limits, tunnel, read_timeout_s)
+        pool.url = shown  # the server's own URL, not the tunnel's port on 127.0.0.1 where the URL was changed for it
+        if probe:
+            pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
+        return pool
+    except BaseException:
+        if tunnel is not None:
+            tunnel.close()
+        raise
+
+
+def _pool(
+    engine: ServerEngine,
+    url: Any,
+    connect_args: dict[str, Any],
+    limits: Limits,
+    tunnel: Tunnel | None,
+    read_timeout_s: float,
+) -> ServerPool:
+    import sqlalchemy as sa
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    from sophrosyne.errors import ConfigError
+
+    try:
+        # Each worker thread and each Python program may hold a connection at once: SQLAlchemy's default pool
+        # (5, and 10 more for 30 s) made a flood of slow calls wait on connections the fair share gave others.
+        server = sa.create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=limits.worker_threads + limits.python_programs,
+            max_overflow=BACKGROUND_CONNECTIONS,
+            connect_args=connect_args,
+        )
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
+    bound_connects(server, engine, limits.connect_timeout_s, read_timeout_s, tunnel)
+    return ServerPool(server, engine, limits.connect_timeout_s, tunnel)
 
 
 def bound_connects(
