@@ -5,6 +5,7 @@ The options' checks run without a server."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -48,13 +49,23 @@ def _section(sshd: tuple[Path, int, int], known_hosts: str = "known_hosts") -> s
     )
 
 
-def _sessions(sshd_pid: int) -> list[int]:
-    """The PIDs of sshd's per-connection processes (its children)."""
-    children = Path(f"/proc/{sshd_pid}/task/{sshd_pid}/children").read_text().split()
-    return [int(pid) for pid in children]
+def _sessions(pid: int) -> list[int]:
+    """The PIDs of sshd's per-connection processes (its children), or of any process's children."""
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:  # ended meanwhile
+        return []
 
 
-def _wait_for(condition: object, seconds: float = 5.0) -> bool:
+def _end(pid: int) -> None:
+    """End a session of sshd: its process and theirs (the unprivileged one holds the connection)."""
+    for child in _sessions(pid):
+        _end(child)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _wait_for(condition: object, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():  # type: ignore[operator]
@@ -122,14 +133,14 @@ def test_a_dropped_tunnel_is_opened_again_on_the_next_call(sshd: tuple[Path, int
         assert tunnel.opened == 1
         ours = [pid for pid in _sessions(sshd[2]) if pid not in before]
         assert ours
-        for pid in ours:  # sshd's process of our SSH connection, as a network cut or a restart would end it
-            os.kill(pid, signal.SIGTERM)
+        for pid in ours:  # sshd's processes of our SSH connection, as a network cut or a crash would end them
+            _end(pid)
         assert _wait_for(lambda: tunnel._connection is None)
         assert db.run("SELECT 2 AS n").rows == [(2,)]
         assert tunnel.opened == 2
     finally:
         sources.close()
-    assert _wait_for(lambda: _sessions(sshd[2]) == before)
+    assert _wait_for(lambda: _sessions(sshd[2]) == before), (before, _sessions(sshd[2]), tunnel._thread.is_alive())
 
 
 # The options, without a server ---------------------------------------------------------------------------
