@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sophrosyne import engines
 from sophrosyne.base import deadline
 from sophrosyne.engines.catalogs import read_catalog
-from sophrosyne.engines.pools import CONNECT_HINT, FilePool, Pool, ServerPool, first_line
+from sophrosyne.engines.pools import CONNECT_HINT, FilePool, Pool, first_line, open_server_pool
 from sophrosyne.engines.reading import Read, read_rows
 from sophrosyne.errors import (
     CallCancelled,
@@ -29,6 +29,8 @@ from sophrosyne.settings import Settings
 
 if TYPE_CHECKING:
     from sophrosyne.engines import Cursor, Engine, Row, ServerEngine
+    from sophrosyne.engines.ssh import SSH
+    from sophrosyne.engines.tls import TLS
     from sophrosyne.schema.catalog import Catalog
 
 # Words in an engine's message that mean the statement was stopped by its deadline.
@@ -41,9 +43,6 @@ _TIMEOUT_MARKERS = (
     "query execution was interrupted",
 )
 logger = logging.getLogger("sophrosyne.database")
-# A server's connections beyond one per worker thread and Python program: the background work (schema checks,
-# the value index, role views) that runs beside the calls.
-BACKGROUND_CONNECTIONS = 8
 
 
 @dataclass
@@ -267,18 +266,28 @@ def demo_path() -> Path:
 
 
 def open_database(
-    target: str | Path, settings: Settings | None = None, *, name: str | None = None, probe: bool = True
+    target: str | Path,
+    settings: Settings | None = None,
+    *,
+    name: str | None = None,
+    probe: bool = True,
+    tls: TLS | None = None,
+    ssh: SSH | None = None,
 ) -> Database:
     """Open a database from a SQLAlchemy URL, a path to a .sqlite/.db/.duckdb file, or `demo`, read-only.
 
     A path is opened exactly as given (`#`, `?` and spaces are part of the name). With `probe` a first
     connection is made now, so a bad target fails here with its reason; a server skips it and reports the
-    reason on each call until the target works (a file locked at start-up, a server still starting)."""
+    reason on each call until the target works (a file locked at start-up, a server still starting). `tls`: a
+    source's TLS options (engines/tls.py), for a server only; they override the URL's own. `ssh`: the SSH server
+    the database server is reached through (engines/ssh.py), with the URL's host and port as that server sees
+    them."""
     settings = settings or Settings()
     text = str(target)
     if text == DEMO:
         return _open_file(str(demo_path()), settings, name or DEMO, probe)
     if "://" not in text:
+        _no_tls(tls or ssh, text)
         return _open_file(text, settings, name, probe)
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -297,8 +306,14 @@ def open_database(
     if not isinstance(engine, engines.ServerEngine):
         if not url.database or url.database == ":memory:":
             raise ConfigError(f"`{text}` names no database file.", hint=f"Give the file, as in {backend}:///hr.db.")
+        _no_tls(tls or ssh, text)
         return _open_file(url.database, settings, name, probe)
-    return _open_server(engine, url, settings, name, probe)
+    return _open_server(engine, url, settings, name, probe, tls, ssh)
+
+
+def _no_tls(options: object, target: str) -> None:
+    if options is not None:
+        raise ConfigError(f"`{target}` is a database file: `tls` and `ssh` sections are for a server's URL.")
 
 
 def _open_file(text: str, settings: Settings, name: str | None, probe: bool) -> Database:
@@ -319,27 +334,16 @@ def _open_file(text: str, settings: Settings, name: str | None, probe: bool) -> 
     return Database(engine, pool, name=name or path.stem, settings=settings)
 
 
-def _open_server(engine: ServerEngine, url: Any, settings: Settings, name: str | None, probe: bool) -> Database:
-    import sqlalchemy as sa
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    url, connect_args = engine.prepare_url(url)
-    limits = settings.limits
-    try:
-        # Each worker thread and each Python program may hold a connection at once: SQLAlchemy's default pool
-        # (5, and 10 more for 30 s) made a flood of slow calls wait on connections the fair share gave others.
-        sa_engine = sa.create_engine(
-            url,
-            pool_pre_ping=True,
-            pool_size=limits.worker_threads + limits.python_programs,
-            max_overflow=BACKGROUND_CONNECTIONS,
-            connect_args=connect_args,
-        )
-    except (ArgumentError, NoSuchModuleError) as exc:
-        raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
-    pool = ServerPool(sa_engine)
-    if probe:
-        pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
+def _open_server(
+    engine: ServerEngine,
+    url: Any,
+    settings: Settings,
+    name: str | None,
+    probe: bool,
+    tls: TLS | None,
+    ssh: SSH | None,
+) -> Database:
+    pool = open_server_pool(engine, url, settings.limits, probe=probe, tls=tls, ssh=ssh)
     return Database(engine, pool, name=name or (url.database or url.get_backend_name()), settings=settings)
 
 

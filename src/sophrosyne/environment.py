@@ -30,6 +30,8 @@ from sophrosyne.tools.value_cache import ValueCache
 
 if TYPE_CHECKING:
     from sophrosyne.directives.moderator import Moderator
+    from sophrosyne.engines.ssh import SSH
+    from sophrosyne.engines.tls import TLS
 
 logger = logging.getLogger("sophrosyne.environment")
 # How long close waits for background work (which then stops at its next statement); threads are daemons.
@@ -86,12 +88,15 @@ class Environment:
         descriptions: Path | None = None,
         name: str | None = None,
         probe: bool = True,
+        tls: TLS | None = None,
+        ssh: SSH | None = None,
     ) -> Environment:
         """Open a database (URL, file path or `demo`) read-only and wrap it, as the policy's role when one is set.
 
         `name` is the source's name (default: the file's stem or the URL's database). With `probe` (the
         default) the database is reached and its schema read now, so that a bad target or policy fails here; a
-        server passes False, starts at once, and reads the schema in the background."""
+        server passes False, starts at once, and reads the schema in the background. `tls`: a source's TLS
+        options (engines/tls.py); `ssh`: the SSH server it is reached through (engines/ssh.py)."""
         settings = settings or Settings()
         if descriptions is not None and not Path(descriptions).is_dir():
             raise ConfigError(
@@ -109,7 +114,7 @@ class Environment:
             raise ConfigError(
                 f"--role {role_name} needs a policy file.", hint="Pass --policy FILE or set SOPHROSYNE_POLICY_FILE."
             )
-        database = open_database(target, settings, name=name, probe=probe)
+        database = open_database(target, settings, name=name, probe=probe, tls=tls, ssh=ssh)
         if policy is not None:
             try:
                 check_statements(policy.tools, database.dialect)  # at start, even before the schema is read

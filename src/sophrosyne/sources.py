@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sophrosyne.base.toml_lines import TomlLines
+from sophrosyne.engines.ssh import SSH, read_ssh
+from sophrosyne.engines.tls import TLS, read_tls
 from sophrosyne.errors import ConfigError, UnknownSource
 from sophrosyne.settings import Settings
 from sophrosyne.tools.list_sources import SourceInfo, SourceList, source_info
@@ -17,7 +19,9 @@ from sophrosyne.tools.list_sources import SourceInfo, SourceList, source_info
 if TYPE_CHECKING:
     from sophrosyne.environment import Environment
 
-_KEYS = {"path", "url", "description", "policy", "role", "descriptions"}
+_KEYS = {"path", "url", "description", "policy", "role", "descriptions", "tls", "ssh"}
+# Keys whose value is a table, not a string.
+_TABLES = {"tls", "ssh"}
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # user:password@ in a URL, the password written out rather than taken from a variable.
 _LITERAL_PASSWORD = re.compile(r"^[a-z0-9+]+://[^/@:]*:(?!\$\{)[^/@]+@", re.IGNORECASE)
@@ -35,6 +39,8 @@ class SourceSpec:
     role: str | None = None  # the role of a caller without a token (stdio)
     descriptions: Path | None = None  # BIRD-style column descriptions
     role_at: str = ""  # `file:line` where the role is named, for an error about it
+    tls: TLS | None = None  # a server's TLS options (engines/tls.py)
+    ssh: SSH | None = None  # the SSH server a server is reached through (engines/ssh.py)
 
 
 def load_sources(path: Path) -> list[SourceSpec]:
@@ -71,7 +77,10 @@ def _spec(path: Path, name: str, entry: Any, lines: TomlLines) -> SourceSpec:
         raise ConfigError(f"{where} has unknown key `{sorted(unknown)[0]}`.", hint=f"Keys: {', '.join(sorted(_KEYS))}.")
     if ("path" in entry) == ("url" in entry):
         raise ConfigError(f"{where} needs exactly one of `path` or `url`.")
-    for key in _KEYS:
+    for key in sorted(_TABLES & set(entry)):
+        if "url" not in entry:
+            raise ConfigError(f"{where}.{key} is for a database server's `url`, not a file's `path`.")
+    for key in _KEYS - _TABLES:
         if key in entry and not isinstance(entry[key], str):
             raise ConfigError(f"{where}.{key} must be a string.")
     folder = path.parent
@@ -93,6 +102,8 @@ def _spec(path: Path, name: str, entry: Any, lines: TomlLines) -> SourceSpec:
         role=entry.get("role"),
         descriptions=_relative(folder, entry["descriptions"]) if "descriptions" in entry else None,
         role_at=lines.where("sources", name, "role"),
+        tls=read_tls(entry["tls"], f"{where}.tls", folder) if "tls" in entry else None,
+        ssh=read_ssh(entry["ssh"], f"{where}.ssh", folder) if "ssh" in entry else None,
     )
 
 
@@ -169,6 +180,8 @@ class Sources:
                     descriptions=spec.descriptions,
                     name=spec.name,
                     probe=probe,
+                    tls=spec.tls,
+                    ssh=spec.ssh,
                 )
         except BaseException:
             for env in environments.values():

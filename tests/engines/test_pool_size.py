@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.engines import built
-from sophrosyne.database import BACKGROUND_CONNECTIONS, open_database
+from sophrosyne.database import open_database
+from sophrosyne.engines.pools import BACKGROUND_CONNECTIONS
 from sophrosyne.settings import Settings
 
 pytestmark = pytest.mark.engine

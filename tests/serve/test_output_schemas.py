@@ -10,22 +10,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from fixtures.serving import Session, connected, stdio_params
+from fixtures.serving import CALLS, Session, connected, stdio_params
 from sophrosyne.tools.registry import NAMES
-
-# One call per tool, with the arguments that fill most of its result (a question, a search, a program).
-CALLS: dict[str, dict[str, Any]] = {
-    "list_sources": {"question": "How many employees were absent?"},
-    "list_tables": {"question": "How many employees were absent in November?"},
-    "describe_table": {"table": "employees"},
-    "get_distinct_values": {"table": "departments", "column": "dept_name", "search": "operations"},
-    "find_rows": {"term": "Operations", "columns": ["dept_name"], "limit": 2},
-    "search_schema": {"query": "date of an absence", "k": 3},
-    "execute_sql": {"sql": "SELECT dept_code, dept_name, NULL AS missing FROM departments", "limit": 2},
-    "explain_sql": {"sql": "SELECT * FROM employees WHERE employee_id = 3"},
-    "export_sql": {"sql": "SELECT dept_code, dept_name FROM departments", "format": "parquet"},
-    "run_python": {"code": "df = sql('SELECT dept_name FROM departments')\nprint(len(df))\nresult = df.head(2)"},
-}
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,8 @@ from sophrosyne.engines.servers import ServerEngine
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
+    from sophrosyne.engines.tls import TLS
+
 
 class MySQL(ServerEngine):
     """MySQL and MariaDB: one SQL dialect, two names for the statement deadline."""
@@ -43,11 +45,31 @@ class MySQL(ServerEngine):
     names_columns_by_text = True
     zero_estimate_unknown = True
 
-    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
-        url, connect_args = super().prepare_url(url)
-        if "connect_timeout" not in url.query:
-            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    default_port = 3306
+
+    def prepare_url(
+        self, url: URL, connect_timeout_s: float = CONNECT_TIMEOUT_S, read_timeout_s: float | None = None
+    ) -> tuple[URL, dict[str, Any]]:
+        url, connect_args = super().prepare_url(url, connect_timeout_s, read_timeout_s)
+        # PyMySQL bounds only the TCP connect by connect_timeout: the server's greeting, the TLS handshake and
+        # the login are reads and writes, which wait for ever unless bounded too. They are bounded by the
+        # connect timeout while connecting, then by `read_timeout_s` (see connected()).
+        for key in ("connect_timeout", "read_timeout", "write_timeout"):
+            if key not in url.query:
+                connect_args[key] = connect_timeout_s
         return url, connect_args
+
+    def tls_args(self, tls: TLS) -> dict[str, Any]:
+        from sophrosyne.engines.tls import mysql_args
+
+        return mysql_args(tls)
+
+    def connected(self, raw: Any, read_timeout_s: float) -> None:
+        # PyMySQL sets its socket's timeout from these before each read and write; one the URL gave (other
+        # than the connect timeout) is kept.
+        for name in ("_read_timeout", "_write_timeout"):
+            if getattr(raw, name, None) == raw.connect_timeout:
+                setattr(raw, name, read_timeout_s)
 
     @contextmanager
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:
@@ -100,8 +122,16 @@ class MySQL(ServerEngine):
 
         # MySQL stops a statement only when asked from another connection, by the thread id of the first.
         busy = raw.driver_connection
+        # The same way in as the busy connection (an SSH tunnel's port, its TLS context), bounded the same way.
         killer = pymysql.connect(
-            host=busy.host, port=busy.port, user=busy.user, password=busy.password, connect_timeout=3
+            host=busy.host,
+            port=busy.port,
+            user=busy.user,
+            password=busy.password,
+            ssl=busy.ctx if getattr(busy, "_ssl_required", False) else None,  # else PyMySQL's default: TLS if offered
+            connect_timeout=3,
+            read_timeout=3,
+            write_timeout=3,
         )
         try:
             with killer.cursor() as cursor:

@@ -15,9 +15,16 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine as SQLAlchemyEngine
 
     from sophrosyne.engines.base import FileEngine
+    from sophrosyne.engines.servers import ServerEngine
+    from sophrosyne.engines.ssh import SSH, Tunnel
+    from sophrosyne.engines.tls import TLS
+    from sophrosyne.settings import Limits
 
 # What to check when a server cannot be reached.
 CONNECT_HINT = "Check that the server runs and that the URL, user and database are right."
+# A server's connections beyond one per worker thread and Python program: the background work (schema checks,
+# the value index, role views) that runs beside the calls.
+BACKGROUND_CONNECTIONS = 8
 # How long closing a server's pool waits for connections being handed back (a rollback each).
 RETURN_WAIT_S = 5.0
 
@@ -193,10 +200,18 @@ class ServerPool:
     reading, a statement running) is shut as it comes back. SQLAlchemy would otherwise put it back into the
     disposed pool, open, for the garbage collector to find later (psycopg warns of each one)."""
 
-    def __init__(self, engine: SQLAlchemyEngine) -> None:
+    def __init__(
+        self, engine: SQLAlchemyEngine, kind: ServerEngine, connect_timeout_s: float, tunnel: Tunnel | None = None
+    ) -> None:
         from sqlalchemy import event
 
         self.engine = engine
+        self.tunnel = tunnel  # the SSH tunnel the connections go through, closed with the pool
+        self.connect_timeout_s = connect_timeout_s
+        # Where the server is, for what to check when it cannot be reached.
+        self.address = f"{engine.url.host or 'localhost'}:{engine.url.port or kind.default_port}"
+        if tunnel is not None:
+            self.address = f"{tunnel.target[0]}:{tunnel.target[1]} through the SSH server {tunnel.where}"
         self.server: SQLAlchemyEngine | None = engine  # the same, as every pool offers it (None for a file)
         self.driver = str(engine.dialect.driver)
         self.url = engine.url.render_as_string(hide_password=True)
@@ -215,9 +230,29 @@ class ServerPool:
         errors: tuple[type[Exception], ...] = (DBAPIError, *self.errors)
         try:
             return self.engine.raw_connection()
+        except ConnectionFailed as exc:  # the host's name did not resolve, the tunnel failed (see bound_connects)
+            raise ConnectionFailed(f"cannot connect to {self.url}: {exc.message}", hint=exc.hint) from None
         except errors as exc:
-            cause = exc.orig if isinstance(exc, DBAPIError) else exc
-            raise ConnectionFailed(f"cannot connect to {self.url}: {first_line(cause)}", hint=CONNECT_HINT) from None
+            cause = first_line(exc.orig if isinstance(exc, DBAPIError) else exc)
+            raise self._failure(cause) from None
+
+    def _failure(self, cause: str) -> ConnectionFailed:
+        lowered = cause.lower()
+        if "timed out" in lowered or "timeout" in lowered:
+            cause = f"no answer from {self.address} within {self.connect_timeout_s:g} s ({cause})"
+        if any(word in lowered for word in ("certificate", "ssl", "tls")):
+            return ConnectionFailed(
+                f"cannot connect to {self.url}: TLS failed: {cause}",
+                hint=f"Check that the source's tls.ca is the CA that signed the certificate of the server at "
+                f"{self.address}, that the URL's host is a name that certificate holds (mode verify-full; verify-ca "
+                "checks the CA only), and, where the server asks for one, tls.cert and tls.key (docs/connections.md).",
+            )
+        return ConnectionFailed(
+            f"cannot connect to {self.url}: {cause}",
+            hint=f"Check that the server runs and answers at {self.address} (a firewall or a proxy may accept "
+            "a connection and pass nothing on), and that the URL, user, password, database and TLS options are "
+            f"right; connect_timeout_s (now {self.connect_timeout_s:g} s) is how long opening may take.",
+        )
 
     def release(self, raw: Any) -> None:
         with self._state:
@@ -241,7 +276,96 @@ class ServerPool:
             self.closed = True
             # A connection being handed back now lands in the pool before it is disposed of, not after.
             self._state.wait_for(lambda: self._returning == 0, timeout=RETURN_WAIT_S)
-        self.engine.dispose()
+        try:
+            self.engine.dispose()
+        finally:
+            if self.tunnel is not None:
+                self.tunnel.close()
+
+
+def open_server_pool(
+    engine: ServerEngine, url: Any, limits: Limits, *, probe: bool, tls: TLS | None, ssh: SSH | None
+) -> ServerPool:
+    """The pool of a server's database at `url` (SQLAlchemy's), its connects bounded (see bound_connects), with
+    the source's TLS options and through its SSH tunnel if it has them; with `probe`, one connection made now."""
+    from sophrosyne.engines.catalogs import CATALOG_READ_S
+
+    # Once open, no read or write of a connection waits longer than the longest statement (a catalog's reading
+    # included), and a little more: past that the server is gone.
+    read_timeout_s = max(limits.timeout_s, CATALOG_READ_S) + limits.connect_timeout_s
+    url, connect_args = engine.prepare_url(url, limits.connect_timeout_s, read_timeout_s)
+    if tls is not None:
+        connect_args |= engine.tls_args(tls)
+    tunnel, shown = None, url.render_as_string(hide_password=True)
+    if ssh is not None:
+        from sophrosyne.engines.ssh import Tunnel
+
+        tunnel = Tunnel(ssh, (url.host or "localhost", url.port or engine.default_port), limits.connect_timeout_s)
+        url, redirect = engine.through_tunnel(url, tunnel.open())
+        connect_args |= redirect
+    try:
+        pool = _pool(engine, url, connect_args, limits, tunnel, read_timeout_s)
+        pool.url = shown  # the server's own URL, not the tunnel's port on 127.0.0.1 where the URL was changed for it
+        if probe:
+            pool.release(pool.acquire())  # fail now, with a clear message, rather than at the first tool call
+        return pool
+    except BaseException:
+        if tunnel is not None:
+            tunnel.close()
+        raise
+
+
+def _pool(
+    engine: ServerEngine,
+    url: Any,
+    connect_args: dict[str, Any],
+    limits: Limits,
+    tunnel: Tunnel | None,
+    read_timeout_s: float,
+) -> ServerPool:
+    import sqlalchemy as sa
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    from sophrosyne.errors import ConfigError
+
+    try:
+        # Each worker thread and each Python program may hold a connection at once: SQLAlchemy's default pool
+        # (5, and 10 more for 30 s) made a flood of slow calls wait on connections the fair share gave others.
+        server = sa.create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=limits.worker_threads + limits.python_programs,
+            max_overflow=BACKGROUND_CONNECTIONS,
+            connect_args=connect_args,
+        )
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise ConfigError(f"cannot open `{url.render_as_string(hide_password=True)}`: {exc}") from None
+    bound_connects(server, engine, limits.connect_timeout_s, read_timeout_s, tunnel)
+    return ServerPool(server, engine, limits.connect_timeout_s, tunnel)
+
+
+def bound_connects(
+    server: SQLAlchemyEngine, kind: ServerEngine, connect_timeout_s: float, read_s: float, tunnel: Tunnel | None
+) -> None:
+    """Bound each new connection of `server`: its host's name looked up within the connect timeout (the
+    drivers bound the rest of the opening themselves, see each engine's prepare_url), then its reads and
+    writes by `read_s` once it is open. Through an SSH tunnel, the tunnel's SSH connection is checked (and
+    opened again if it dropped) instead of a name looked up: the name is the SSH server's to resolve."""
+    from sqlalchemy import event
+
+    from sophrosyne.engines.servers import resolve
+
+    def before(dialect: Any, record: Any, args: Any, params: dict[str, Any]) -> None:
+        if tunnel is not None:
+            tunnel.ensure()
+        else:
+            resolve(params.get("host"), connect_timeout_s)
+
+    def after(raw: Any, record: Any) -> None:
+        kind.connected(raw, read_s)
+
+    event.listen(server, "do_connect", before)
+    event.listen(server, "connect", after)
 
 
 def first_line(exc: BaseException | None) -> str:

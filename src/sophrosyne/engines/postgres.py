@@ -3,6 +3,7 @@ interrupts, estimates and the schemas on its search path."""
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -14,6 +15,8 @@ from sophrosyne.engines.servers import ServerEngine
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
+
+    from sophrosyne.engines.tls import TLS
 
 
 class PostgreSQL(ServerEngine):
@@ -35,17 +38,40 @@ class PostgreSQL(ServerEngine):
     groups_by_key_on_base_tables_only = True
     full_scan = re.compile(r"Seq Scan on \"?(\w+)")
     has_ilike = True
+    default_port = 5432
 
-    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
-        url, connect_args = super().prepare_url(url)
+    def prepare_url(
+        self, url: URL, connect_timeout_s: float = CONNECT_TIMEOUT_S, read_timeout_s: float | None = None
+    ) -> tuple[URL, dict[str, Any]]:
+        url, connect_args = super().prepare_url(url, connect_timeout_s, read_timeout_s)
         # Every transaction of these sessions starts read-only, even one begun after a stray COMMIT.
         # Options given in the URL (a search_path, say) are kept beside it.
         given = url.query.get("options")
         extra = given if isinstance(given, str) else " ".join(given or ())
         connect_args["options"] = f"{extra} -c default_transaction_read_only=on".strip()
-        if "connect_timeout" not in url.query:
-            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S  # an unreachable host fails in seconds
+        # libpq bounds the whole opening (TCP, TLS, login) by whole seconds, 2 at least, per address tried.
+        defaults: dict[str, Any] = {"connect_timeout": max(2, math.ceil(connect_timeout_s))}
+        if read_timeout_s is not None:
+            # Once open, the server's own statement_timeout ends every statement; a server that vanishes (its
+            # host down, a link cut) is found by TCP keepalives and by unacknowledged writes, in seconds.
+            defaults |= {
+                "keepalives": 1,
+                "keepalives_idle": 30,
+                "keepalives_interval": 10,
+                "keepalives_count": 3,
+                "tcp_user_timeout": int(read_timeout_s * 1000),
+            }
+        connect_args |= {key: value for key, value in defaults.items() if key not in url.query}
         return url.difference_update_query(["options"]), connect_args
+
+    def through_tunnel(self, url: URL, port: int) -> tuple[URL, dict[str, Any]]:
+        # libpq connects to `hostaddr` and checks the certificate against `host`: verify-full holds through it.
+        return url, {"hostaddr": "127.0.0.1", "port": port}
+
+    def tls_args(self, tls: TLS) -> dict[str, Any]:
+        from sophrosyne.engines.tls import postgres_args
+
+        return postgres_args(tls)
 
     @contextmanager
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:

@@ -3,17 +3,22 @@ inspector, which reads their catalogs."""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
+import threading
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sophrosyne.base import deadline
-from sophrosyne.engines.base import CatalogSource, Engine
+from sophrosyne.engines.base import CONNECT_TIMEOUT_S, CatalogSource, Engine
 from sophrosyne.engines.catalogs import path_first, read_timeout, wanted_schemas
-from sophrosyne.errors import ConfigError
+from sophrosyne.errors import ConfigError, ConnectionFailed
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
     from sqlalchemy.engine import Engine as SQLAlchemyEngine
+
+    from sophrosyne.engines.tls import TLS
 
 
 class ServerEngine(Engine):
@@ -25,9 +30,15 @@ class ServerEngine(Engine):
     # URL schemes SQLAlchemy knows by another name (`postgres://`, as Heroku and libpq write it).
     backend_names: ClassVar[dict[str, str]] = {}
     reads_file_names = False
+    # The port a URL without one reaches.
+    default_port: ClassVar[int] = 0
 
-    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
-        """The URL to connect with (the driver chosen) and the driver's connect arguments."""
+    def prepare_url(
+        self, url: URL, connect_timeout_s: float = CONNECT_TIMEOUT_S, read_timeout_s: float | None = None
+    ) -> tuple[URL, dict[str, Any]]:
+        """The URL to connect with (the driver chosen) and the driver's connect arguments: a connection opens
+        (name lookup, TCP, TLS, login) within `connect_timeout_s`, and once open no read or write of it waits
+        longer than `read_timeout_s` (None: the engine's own bound), where the driver can bound them."""
         scheme, _, driver = url.drivername.partition("+")
         backend = self.backend_names.get(scheme.lower(), scheme)
         if not driver or driver in self.replaced_drivers:
@@ -36,12 +47,60 @@ class ServerEngine(Engine):
             url = url.set(drivername=f"{backend}+{driver}")
         return url, {}
 
+    def tls_args(self, tls: TLS) -> dict[str, Any]:
+        """The driver's connect arguments for a source's `tls` section (engines/tls.py)."""
+        raise ConfigError(
+            f"a `tls` section is for PostgreSQL and MySQL/MariaDB sources, not {self.name}.",
+            hint="Give a Spark server's TLS in its URL: ?use_ssl=true&ca_cert=/path/ca.pem.",
+        )
+
+    def through_tunnel(self, url: URL, port: int) -> tuple[URL, dict[str, Any]]:
+        """The URL and connect arguments that reach the server through an SSH tunnel's port on 127.0.0.1."""
+        return url.set(host="127.0.0.1", port=port), {}
+
+    def connected(self, raw: Any, read_timeout_s: float) -> None:
+        """Called on each new DB-API connection, once open: the bound of its later reads and writes."""
+
     def read_tables(self, source: CatalogSource) -> Catalog:
         if source.server is None:
             raise ConfigError(
                 f"the catalog of a {self.name} database is read through its SQLAlchemy engine; none given."
             )
         return read_inspected(self, source, source.server)
+
+
+def resolve(host: str | None, timeout_s: float) -> None:
+    """Look the host's name up within `timeout_s` (drivers wait on the system's resolver for as long as it
+    takes): a name that does not resolve in time is told as such. The lookup left running ends on its own."""
+    if not host or host.startswith("/") or "," in host:  # a Unix socket's folder; several hosts (libpq's)
+        return
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return  # an address: nothing to look up
+    except ValueError:
+        pass
+    failure: list[BaseException] = []
+
+    def lookup() -> None:
+        try:
+            socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            failure.append(exc)
+
+    worker = threading.Thread(target=lookup, name=f"resolve {host}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise ConnectionFailed(
+            f"the name {host} was not resolved within {timeout_s:g} s.",
+            hint="Check the host name and the machine's DNS servers (/etc/resolv.conf), or give an IP address; "
+            "connect_timeout_s sets the wait.",
+        )
+    if failure:
+        raise ConnectionFailed(
+            f"the name {host} does not resolve ({failure[0]}).",
+            hint="Check the host name in the URL, and the machine's DNS servers, or give an IP address.",
+        )
 
 
 # Their catalog -------------------------------------------------------------------------------------------

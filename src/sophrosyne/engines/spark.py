@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sophrosyne.base import deadline
-from sophrosyne.engines.base import CatalogSource, Cursor, Row
+from sophrosyne.engines.base import CONNECT_TIMEOUT_S, CatalogSource, Cursor, Row
 from sophrosyne.engines.catalogs import path_first, read_timeout, wanted_schemas
 from sophrosyne.engines.servers import ServerEngine
 from sophrosyne.errors import QueryFailed
@@ -47,12 +47,21 @@ class Spark(ServerEngine):
     names_columns_by_rendering = True
     has_ilike = True
 
-    def prepare_url(self, url: URL) -> tuple[URL, dict[str, Any]]:
+    default_port = 10000
+
+    def prepare_url(
+        self, url: URL, connect_timeout_s: float = CONNECT_TIMEOUT_S, read_timeout_s: float | None = None
+    ) -> tuple[URL, dict[str, Any]]:
         from sqlalchemy.dialects import registry
 
         # Loaded by name on the first spark URL only: importing SQLAlchemy with the engines would slow files.
         registry.register("spark.impyla", "sophrosyne.engines.spark_dialect", "SparkDialect")
-        return super().prepare_url(url)
+        url, connect_args = super().prepare_url(url, connect_timeout_s, read_timeout_s)
+        # The transport, its SASL and TLS handshakes and the session's opening, each Thrift call of them bounded
+        # by the connect timeout (then every call by the dialect's CALL_TIMEOUT_S).
+        if "timeout" not in url.query:
+            connect_args["connect_timeout"] = connect_timeout_s
+        return url, connect_args
 
     @contextmanager
     def session(self, raw: Any, timeout_s: float, *, fenced: bool = False) -> Iterator[Cursor]:

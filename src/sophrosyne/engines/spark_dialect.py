@@ -81,9 +81,29 @@ class SparkDialect(DefaultDialect):
 
     def connect(self, *args: Any, **options: Any) -> Any:  # a SparkConnection, which DB-API types do not know
         import impala.dbapi
+        from impala.error import OperationalError
+        from thrift.transport.TTransport import TTransportException
 
         user, database = options["user"], options.pop("database")
-        return SparkConnection(impala.dbapi.connect(*args, **options), user, database)
+        # The opening (TCP, TLS and SASL handshakes, the session) within the connect timeout, then each call
+        # within CALL_TIMEOUT_S: a server that accepts and never answers fails in seconds.
+        opening = options.pop("connect_timeout", None)
+        if opening is not None:
+            options["timeout"] = opening
+        _track_sockets()
+        _opening.sockets = []
+        try:
+            thrift = impala.dbapi.connect(*args, **options)
+            connection = SparkConnection(thrift, user, database)
+        except (TTransportException, OSError) as exc:  # not DB-API errors: the pool would let them through
+            for sock in _opening.sockets:  # impyla leaves the socket of a failed opening open
+                sock.close()
+            raise OperationalError(f"{exc}" or type(exc).__name__) from None
+        finally:
+            _opening.sockets = None
+        if opening is not None:
+            _set_call_timeout(thrift, CALL_TIMEOUT_S)
+        return connection
 
     def initialize(self, connection: Any) -> None:
         """Nothing to learn from the server: no isolation levels, no server version used."""
@@ -100,6 +120,41 @@ class SparkDialect(DefaultDialect):
             return bool(dbapi_connection.ping())
         except Exception:  # a dead socket raises rather than answers: the pool opens another connection
             return False
+
+
+# The Thrift sockets opened by this thread's connect (impyla makes them inside its connect, and leaves the one of
+# a failed opening open): closed when the opening fails.
+_opening = threading.local()
+
+
+def _track_sockets() -> None:
+    """Have impyla's socket maker note each socket it makes in `_opening` (once per process)."""
+    from impala import hiveserver2
+
+    made = hiveserver2.get_socket
+    if getattr(made, "tracked", False):
+        return
+
+    def get_socket(*args: Any, **kwargs: Any) -> Any:
+        sock = made(*args, **kwargs)
+        noted = getattr(_opening, "sockets", None)
+        if noted is not None:
+            noted.append(sock)
+        return sock
+
+    get_socket.tracked = True  # type: ignore[attr-defined]
+    hiveserver2.get_socket = get_socket
+
+
+def _set_call_timeout(thrift: Any, seconds: float) -> None:
+    """Bound each later Thrift call of a connection by `seconds`: its socket is under the SASL transport."""
+    client = getattr(getattr(thrift, "service", None), "client", None)
+    transport = getattr(getattr(client, "_iprot", None), "trans", None)
+    while transport is not None and not hasattr(transport, "setTimeout"):
+        # thrift_sasl's transport, or Thrift's buffered one (auth_mechanism=NOSASL)
+        transport = getattr(transport, "_trans", None) or getattr(transport, "_TBufferedTransport__trans", None)
+    if transport is not None:
+        transport.setTimeout(seconds * 1000)
 
 
 def _flag(value: Any) -> Any:

@@ -98,6 +98,7 @@ class Limits(Section):
         description="Most HTTP connections one client address may hold open (per worker); beyond, a connection "
         "is answered 429 and closed. Behind a reverse proxy every client has the proxy's address: raise it there.",
     )
+    connect_timeout_s: float = Field(5.0, gt=0, le=300, description="Seconds to open a database server's connection.")
     worker_threads: int = Field(32, ge=2, le=1024, description="Threads running tool calls (per HTTP worker).")
     python_programs: int = Field(4, ge=2, le=256, description="Python programs running at once, in their own threads.")
     client_calls: int = Field(2, ge=1, le=1024, description="Most calls one client may have running at once.")
@@ -185,9 +186,7 @@ class Agent(Section):
     )
     max_wait_s: float = Field(30.0, ge=0, le=3600, description="Longest single wait before a retry, seconds.")
     call_timeout_s: float = Field(60.0, gt=0, le=3600, description="Longest a single model call may take, seconds.")
-    connect_timeout_s: float = Field(
-        5.0, gt=0, le=600, description="Longest wait for the endpoint to connect, seconds."
-    )
+    connect_timeout_s: float = Field(5.0, gt=0, le=600, description="Seconds to wait for the endpoint to connect.")
     wait_notice_s: float = Field(5.0, gt=0, le=600, description="Seconds between the `waiting for the model` lines.")
     temperature: float | None = Field(
         None, ge=0, le=2, description="Sampling temperature sent to the model (unset: the server's default)."
