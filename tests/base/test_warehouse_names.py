@@ -14,6 +14,7 @@ from sophrosyne.base.names import (
     abbreviates,
     added_words,
     schema_abbreviations,
+    shortens,
     spelled_out,
 )
 
@@ -33,6 +34,11 @@ def test_spelled_out(name: str, expected: str) -> None:
 @pytest.mark.parametrize(("form", "word", "expected"), rows("abbreviates.tsv"))
 def test_abbreviates(form: str, word: str, expected: str) -> None:
     assert abbreviates(form, word) is (expected == "yes")
+
+
+@pytest.mark.parametrize(("form", "word", "expected"), rows("shortens.tsv"))
+def test_shortens(form: str, word: str, expected: str) -> None:
+    assert shortens(form, word) is (expected == "yes")
 
 
 TAUGHT = json.loads((CASES / "taught.json").read_text())

@@ -109,6 +109,26 @@ def abbreviates(form: str, word: str) -> bool:
     return all(c in letters for c in rest)  # `in` on an iterator consumes it: letters in order
 
 
+def shortens(form: str, word: str) -> bool:
+    """Whether `form` may stand for `word` in a warehouse's name, read from the question's side: as `abbreviates`
+    says (`dept`, `bldg`, `empl`), or as the word's first letter and the consonants after it, in order and cut
+    short (`dstr` for "district", `trns` for "transactions", `cstmr` for "customer"), a form of three letters or
+    more and shorter than the word."""
+    if len(form) < 3 or len(word) <= len(form) or form[0] != word[0]:
+        return False
+    return abbreviates(form, word) or (not _VOWELS & set(form[1:]) and _consonants(word).startswith(form))
+
+
+@lru_cache(maxsize=65536)
+def _consonants(word: str) -> str:
+    """The first letter, then each consonant after it (`y` counted one), a double once: "district" -> `dstrct`."""
+    kept = word[0]
+    for ch in word[1:]:
+        if ch not in _VOWELS and ch != kept[-1]:
+            kept += ch
+    return kept
+
+
 def schema_abbreviations(tables: Iterable[tuple[list[str], str]]) -> dict[str, str]:
     """Abbreviations a schema teaches by writing the word elsewhere in full: per table, its names (table and
     columns) and its prose (descriptions, readable names). A word of a name that is no word of the list, nor of

@@ -1,10 +1,11 @@
 """Directives: from a question and its knowledge entries to the tables that are likely irrelevant to it.
 
 knowledge (reading the text), signals (what points at each table), thesaurus (WordNet's nouns: table-name
-words related to the question's), scoring (the fitted model), accounting (a home for each word of the question,
-or none), decision (keep, bridges, tiers, reasons), links (linking tables kept with their ends), pairs
-(dictionary and fact tables kept together), model (model.json and the hand-set knobs), inference (an optional
-model that names columns), oracle (the tables a reference query reads).
+words related to the question's), short_names (question words a table's name writes in short), scoring (the
+fitted model), accounting (a home for each word of the question, or none), decision (keep, bridges, tiers,
+reasons), links (linking tables kept with their ends), pairs (dictionary and fact tables kept together), model
+(model.json and the hand-set knobs), inference (an optional model that names columns), oracle (the tables a
+reference query reads).
 """
 
 from sophrosyne.directives.decision import (

@@ -15,6 +15,7 @@ from sophrosyne.directives.links import links
 from sophrosyne.directives.model import DirectiveSettings
 from sophrosyne.directives.pairs import keep_pairs
 from sophrosyne.directives.scoring import TableScores, score_tables
+from sophrosyne.directives.short_names import named_in_short
 from sophrosyne.directives.units import Units, tie_twins
 from sophrosyne.index.lexicon import Lexicon
 from sophrosyne.index.schema_index import SchemaIndex
@@ -167,15 +168,17 @@ def decide_directives(
     fit = settings.model.fit_for(scored.has_knowledge)
     flagged: list[Row] = []
     said: dict[tuple[int, bool], tuple[str, str, float]] = {}  # per entry and readability (most share one)
+    in_short = named_in_short(scored.lexicon)
     for table in tables:
         if table in relevant:
             continue
         entry = entries[table]
-        key = (id(entry), table in scored.account.unread)
+        key = (id(entry), table not in scored.account.unread and table not in in_short)
         told = said.get(key)
         if told is None:
-            # Sure only of a table the index reads whole, for a question every word of which found a home.
-            readable = not unexplained and table not in scored.account.unread and not entry.values
+            # Sure only of a table the index reads whole (its data, every word of its name), for a question every
+            # word of which found a home.
+            readable = not unexplained and key[1] and not entry.values
             tier = "high" if entry.score < fit.high and readable else "medium"
             why = _flag_reason(entry.score, threshold, bool(entry.reason), unexplained)
             if entry.values:  # more tables hold it than `holders`: the likeliest are kept

@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sophrosyne.base.memo import per_object
-from sophrosyne.base.words import QUERY_NOISE, stemmed
+from sophrosyne.base.words import QUERY_NOISE, stemmed, word_tokens
 from sophrosyne.directives.accounting import Account, account, related_stems, stems_of, thing_words
 from sophrosyne.directives.knowledge import (
     PASSAGE_CHARS,
@@ -20,6 +20,7 @@ from sophrosyne.directives.knowledge import (
 )
 from sophrosyne.directives.model import DirectiveSettings, probability
 from sophrosyne.directives.question import Question
+from sophrosyne.directives.short_names import shortened_names
 from sophrosyne.directives.signals import Board, TableSignals, name_signals, retrieval_signals, value_signals
 from sophrosyne.directives.thesaurus import (
     homeless_kin,
@@ -131,6 +132,10 @@ def _score_tables(
         synonym_groups = tables_named(related, lexicon)
         # ... and each run of its words with the schema's words for its phrases: "vessels (ship)".
         searches[1:] = [with_schema_words(unit, related) for unit in searches[1:]]
+    # A word a table's name writes in short names that table as a synonym does ("district" for `DIM_DSTR`).
+    short = shortened_names([*asked.words, *word_tokens(text)], lexicon, load_thesaurus())
+    for word, tables in short.items():
+        synonym_groups.setdefault(word, tables)
     if found:
         # The question is also searched with the schema's words for its own: "trophy" as `awards`.
         searches[0] = f"{question} ({' '.join(found)})"
@@ -139,7 +144,7 @@ def _score_tables(
     retrieval_signals(searched, searches, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(asked, has_knowledge, lexicon, board, related)
     explained = stems_of(v for e in board.entries.values() for v in e.values)
-    explained |= related_stems(related) | set(standing_in) | stems_of([text])
+    explained |= related_stems(related) | set(standing_in) | stems_of([text]) | stems_of(short)
     things = thing_words(load_thesaurus())
     accounted = account(asked, lexicon, catalog, value_index, explained, things)
     kin_tables = _kin_tables(homeless_kin(accounted.unexplained, lexicon, load_thesaurus()), lexicon, settings.holders)
@@ -149,7 +154,8 @@ def _score_tables(
         entry.reason = entry.explain(weights)
     board.sealed = True
     abstain = ""
-    if not has_knowledge and coverage == 0.0 and not any(e.features.get(f) for e in board.own() for f in _STRONG):
+    grounded = bool(short) or any(e.features.get(f) for e in board.own() for f in _STRONG)
+    if not has_knowledge and coverage == 0.0 and not grounded:
         # No word of the question is a word of the schema, and nothing is named or grounded: any pick would
         # rest on fuzzy similarity alone, so say nothing rather than name tables at random.
         abstain = "nothing in the question names or resembles a table, column or value closely enough"

@@ -1,0 +1,75 @@
+"""Tables named in short: a question word that a word of a table's name shortens ("district" for `DIM_DSTR`,
+"badge" for `FACT_BDGS`), where neither the project's list nor the schema itself spells the form out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sophrosyne.base.memo import per_object
+from sophrosyne.base.names import ABBREVIATIONS, ENGLISH_WORDS, KEY_WORDS, LAYER_WORDS, UNSPELLED, shortens
+from sophrosyne.base.words import QUERY_NOISE, STOPWORDS, split_identifier, stem
+from sophrosyne.directives.thesaurus import Thesaurus
+from sophrosyne.index.lexicon import Lexicon
+
+# The letters of a form a question word may be shortened to: a form of more is a word or a code, not a word cut.
+_FORM_LETTERS = (3, 5)
+
+
+@per_object(limit=16)
+def short_forms(lexicon: Lexicon) -> dict[str, dict[str, tuple[str, ...]]]:
+    """First letter -> form -> tables: the words of table names of 3 to 5 letters that are no English word, no
+    form of the list and no layer or key word (`DIM_DSTR` -> `dstr`), by first letter (a question word is
+    compared with the forms of its own letter only). The same for every question on a schema, so kept."""
+    low, high = _FORM_LETTERS
+    found: dict[str, set[str]] = {}
+    for table in lexicon.tables:
+        for part in split_identifier(table.rsplit(".", 1)[-1]):
+            if not (low <= len(part) <= high and part.isalpha()) or part in ABBREVIATIONS:
+                continue
+            if part in ENGLISH_WORDS or stem(part) in ENGLISH_WORDS or part in LAYER_WORDS or part in KEY_WORDS:
+                continue
+            if part in UNSPELLED:
+                continue
+            found.setdefault(part, set()).add(table)
+    by_letter: dict[str, dict[str, tuple[str, ...]]] = {}
+    for form, tables in sorted(found.items()):
+        by_letter.setdefault(form[0], {})[form] = tuple(sorted(tables))
+    return by_letter
+
+
+def shortened_names(words: Iterable[str], lexicon: Lexicon, thesaurus: Thesaurus | None) -> dict[str, list[str]]:
+    """Per word (of the question and its knowledge, as written), the tables whose names shorten it, its noun
+    lemma or their plural: "districts" -> `DIM_DSTR`, "badge" -> `FACT_BDGS` (badges)."""
+    forms = short_forms(lexicon)
+    if not forms:
+        return {}
+    found: dict[str, list[str]] = {}
+    for word in dict.fromkeys(words):
+        if len(word) < 4 or not word.isalpha() or word in STOPWORDS or word in QUERY_NOISE:
+            continue
+        candidates = forms.get(word[0])
+        if not candidates:
+            continue
+        spellings = {word}
+        lemma = thesaurus.lemma(word) if thesaurus is not None else None
+        if lemma is not None and lemma.isalpha():
+            spellings.add(lemma)
+        spellings |= {_plural(s) for s in spellings}
+        tables = {t for form, held in candidates.items() if any(shortens(form, s) for s in spellings) for t in held}
+        if tables:
+            found[word] = sorted(tables)
+    return found
+
+
+def _plural(word: str) -> str:
+    if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+@per_object(limit=16)
+def named_in_short(lexicon: Lexicon) -> frozenset[str]:
+    """The tables whose names have a word the index cannot read (a form no list or schema spells out): a
+    question may name them in words the index does not connect to them, so they are never flagged with `high`
+    confidence."""
+    return frozenset(t for forms in short_forms(lexicon).values() for tables in forms.values() for t in tables)

@@ -1,0 +1,75 @@
+"""Tables named in short: a question word a table's name shortens keeps that table (directives/short_names.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sophrosyne.directives import DirectiveModel, DirectiveSettings, decide_directives, score_tables
+from sophrosyne.directives.short_names import short_forms, shortened_names
+from sophrosyne.directives.thesaurus import load_thesaurus
+from sophrosyne.index.lexicon import lexicon_for
+from sophrosyne.index.schema_index import SchemaIndex
+from sophrosyne.schema.catalog import Catalog, Column, Table
+
+
+def _warehouse(kind: str = "TEXT") -> Catalog:
+    def table(name: str, *columns: str) -> Table:
+        return Table(name=name, columns=[Column(name=c, type=kind) for c in columns])
+
+    return Catalog(
+        tables={
+            t.name: t
+            for t in [
+                table("DIM_DSTR", "DSTR_KEY", "DSTR_NM", "RGN_CD"),
+                table("FACT_BDGS", "BDGS_KEY", "USR_KEY", "BDGS_NM", "AWRD_DT"),
+                table("DIM_USERS", "USR_KEY", "DSPLY_NM", "RPTN"),
+                table("FACT_CMNT", "CMNT_KEY", "USR_KEY", "CMNT_TXT"),
+                table("DIM_DEPT", "DEPT_KEY", "DEPT_NAME"),
+            ]
+        }
+    )
+
+
+def test_the_forms_are_the_unread_words_of_table_names() -> None:
+    forms = short_forms(lexicon_for(_warehouse()))
+    flat = {form: tables for letter in forms.values() for form, tables in letter.items()}
+    # `dept` is on the project's list (spelled out already), `dim` and `fact` are layer words, `users` a word.
+    assert flat == {"dstr": ("DIM_DSTR",), "bdgs": ("FACT_BDGS",), "cmnt": ("FACT_CMNT",)}
+
+
+def test_a_question_word_finds_the_table_its_short_form_names() -> None:
+    lexicon = lexicon_for(_warehouse())
+    words = ["which", "district", "has", "the", "most", "badges", "and", "comments", "by", "the", "user"]
+    found = shortened_names(words, lexicon, load_thesaurus())
+    assert found == {"district": ["DIM_DSTR"], "badges": ["FACT_BDGS"], "comments": ["FACT_CMNT"]}
+    # The singular finds the plural form through its plural ("badge" -> badges -> `bdgs`).
+    assert shortened_names(["badge"], lexicon, load_thesaurus()) == {"badge": ["FACT_BDGS"]}
+    # A word no form shortens, a stopword, a short word: nothing.
+    assert shortened_names(["weather", "which", "dst"], lexicon, load_thesaurus()) == {}
+
+
+def test_a_table_named_in_short_is_never_flagged() -> None:
+    catalog = _warehouse()
+    index = SchemaIndex.build(catalog)
+    settings = DirectiveSettings()
+    scored = score_tables("How many badges were awarded in each district?", "", catalog, index, None, settings)
+    directives = decide_directives(scored, settings)
+    assert not directives.abstained
+    assert {"DIM_DSTR", "FACT_BDGS"} <= set(directives.relevant)
+    assert "DIM_DSTR" not in directives.flagged and "FACT_BDGS" not in directives.flagged
+
+
+def test_a_table_whose_name_the_index_cannot_read_is_never_flagged_with_high_confidence() -> None:
+    catalog = _warehouse("INTEGER")  # no text column: no value of the question can be unread data of theirs
+    index = SchemaIndex.build(catalog)
+    # The shipped model, with every flag below its threshold sure enough for `high`: only readability decides.
+    shipped = DirectiveSettings().model
+    sure = DirectiveModel(replace(shipped.with_knowledge, high=1.0), replace(shipped.without_knowledge, high=1.0))
+    settings = DirectiveSettings(model=sure)
+    scored = score_tables("List the department names", "", catalog, index, None, settings)
+    assert not scored.account.unread
+    directives = decide_directives(scored, settings)
+    tiers = {d.table: d.tier for d in directives.irrelevant}
+    assert {"DIM_DSTR", "FACT_BDGS", "FACT_CMNT"} <= set(tiers)  # flagged, as nothing in the question names them
+    assert {tiers[t] for t in ("DIM_DSTR", "FACT_BDGS", "FACT_CMNT")} == {"medium"}
+    assert tiers["DIM_USERS"] == "high"  # its name is words the index reads
