@@ -163,14 +163,10 @@ def rates(scored: Scored, threshold: float, power: float = 0.0) -> tuple[float, 
     return safe / len(scored), pruned / max(useless, 1)
 
 
-def safe_rate(scored: Scored, threshold: float, power: float = 0.0) -> float:
-    return rates(scored, threshold, power)[0]
-
-
 def pick_threshold(scored: Scored, target: float, grid: tuple[float, ...] = THRESHOLDS, power: float = 0.0) -> float:
     """The largest threshold of `grid` whose safe rate on these (tuning) questions is at least `target`
     (searched from the top: the first that passes)."""
-    return next((t for t in sorted(grid, reverse=True) if safe_rate(scored, t, power) >= target), grid[0])
+    return next((t for t in sorted(grid, reverse=True) if rates(scored, t, power)[0] >= target), grid[0])
 
 
 def _below(grid: tuple[float, ...], most: float) -> tuple[float, ...]:
