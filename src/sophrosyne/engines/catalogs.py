@@ -47,7 +47,7 @@ def _fill_row_estimates(engine: Engine, source: CatalogSource, catalog: Catalog)
     with source.session(read_timeout(source)) as cursor:
         estimates = engine.row_estimates(cursor)
     bound = source.exact_count_rows
-    count_sql = count_statement(source.dialect, bound)
+    count_sql: Callable[[Table], str] | None = None  # written once, when a first table needs counting
     for table in catalog.tables.values():
         if table.kind != "table":
             continue
@@ -56,6 +56,7 @@ def _fill_row_estimates(engine: Engine, source: CatalogSource, catalog: Catalog)
             table.row_estimate = known
         elif table.row_estimate is None or (engine.zero_estimate_unknown and table.row_estimate == 0):
             deadline.check("counting rows")
+            count_sql = count_sql or count_statement(source.dialect, bound)
             counted = _bounded_count(source, count_sql(table))
             # Past the bound the count says only "more than": it is shown as "at least".
             table.rows_at_least = counted is not None and counted > bound
