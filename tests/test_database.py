@@ -14,8 +14,10 @@ import pytest
 
 from fixtures.engines import build_sqlite
 from sophrosyne.database import Database, open_database
+from sophrosyne.engines.catalogs import count_sql, count_statement
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError, ConnectionFailed, QueryFailed, QueryTimeout
+from sophrosyne.schema.catalog import Table
 from sophrosyne.settings import Settings
 
 SLOW = {
@@ -211,6 +213,21 @@ def test_row_estimate_without_statistics_is_a_bounded_count(tmp_path: Path) -> N
         assert (tables["small"].row_estimate, tables["small"].rows_at_least) == (3, False)
     finally:
         database.close()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "duckdb", "postgres", "mysql", "spark", "tsql", "bigquery"])
+def test_count_statement_written_once_equals_the_statement_written_whole(dialect: str) -> None:
+    # The count statement is written once per catalog and each table's reference put in: the same SQL as
+    # writing it whole, for names that need quoting, a placeholder-like name and a schema-qualified one.
+    tables = [
+        Table(name="plain", columns=[]),
+        Table(name='we"ird `na]me', columns=[]),
+        Table(name="sophrosyne_counted_table", columns=[]),
+        Table(name="sales.orders", columns=[], schema="sales", local_name="orders"),
+    ]
+    written = count_statement(dialect, 100_000)
+    for table in tables:
+        assert written(table) == count_sql(table, dialect, 100_000)
 
 
 def test_bird_descriptions_fill_columns(tmp_path: Path) -> None:

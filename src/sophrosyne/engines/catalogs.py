@@ -3,7 +3,10 @@ estimates are filled in here, with what the engines' readings share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne.base import deadline
 from sophrosyne.engines.base import CatalogSource, Engine
@@ -44,6 +47,7 @@ def _fill_row_estimates(engine: Engine, source: CatalogSource, catalog: Catalog)
     with source.session(read_timeout(source)) as cursor:
         estimates = engine.row_estimates(cursor)
     bound = source.exact_count_rows
+    count_sql: Callable[[Table], str] | None = None  # written once, when a first table needs counting
     for table in catalog.tables.values():
         if table.kind != "table":
             continue
@@ -52,16 +56,35 @@ def _fill_row_estimates(engine: Engine, source: CatalogSource, catalog: Catalog)
             table.row_estimate = known
         elif table.row_estimate is None or (engine.zero_estimate_unknown and table.row_estimate == 0):
             deadline.check("counting rows")
-            counted = _bounded_count(source, table, bound)
+            count_sql = count_sql or count_statement(source.dialect, bound)
+            counted = _bounded_count(source, count_sql(table))
             # Past the bound the count says only "more than": it is shown as "at least".
             table.rows_at_least = counted is not None and counted > bound
             table.row_estimate = min(counted, bound) if counted is not None else None
 
 
-def _bounded_count(source: CatalogSource, table: Table, bound: int) -> int | None:
-    """COUNT over at most `bound`+1 rows: exact for small tables, `bound`+1 means "more than bound"."""
+def count_statement(dialect: str, bound: int) -> Callable[[Table], str]:
+    """The statement that counts at most `bound`+1 rows of a table, written by sqlglot once: each table's
+    reference is put in place of a placeholder's. Built and written per table, it cost 1 ms of CPU a table
+    (5 s at 5,000 tables without statistics, most of a cached start)."""
+    placeholder = exp.Table(this=exp.to_identifier("sophrosyne_counted_table", quoted=True))
+    scan = exp.select("1").from_(placeholder).limit(bound + 1).subquery("t")
+    template = exp.select(exp.Count(this=exp.Star())).from_(scan).sql(dialect=dialect)
+    marker = placeholder.sql(dialect=dialect)
+    if template.count(marker) != 1:  # a dialect that wrote the placeholder otherwise: each statement whole
+        return lambda table: count_sql(table, dialect, bound)
+    generator = Dialect.get_or_raise(dialect).generator()
+    return lambda table: template.replace(marker, generator.generate(table_ref(table)))
+
+
+def count_sql(table: Table, dialect: str, bound: int) -> str:
+    """The statement that counts at most `bound`+1 rows of `table`, written whole."""
     scan = exp.select("1").from_(table_ref(table)).limit(bound + 1).subquery("t")
-    query = exp.select(exp.Count(this=exp.Star())).from_(scan).sql(dialect=source.dialect)
+    return exp.select(exp.Count(this=exp.Star())).from_(scan).sql(dialect=dialect)
+
+
+def _bounded_count(source: CatalogSource, query: str) -> int | None:
+    """COUNT over at most `bound`+1 rows: exact for small tables, `bound`+1 means "more than bound"."""
     try:
         rows = source.run(query)
     except SophrosyneError:
