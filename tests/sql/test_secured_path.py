@@ -4,6 +4,7 @@ through, and the fresh names the rewrite gives its CTEs and the user CTEs it ren
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
@@ -15,7 +16,7 @@ from sqlglot import exp
 
 from fixtures.engines import build_sqlite
 from sophrosyne.database import Database, open_database
-from sophrosyne.errors import InvalidArgument
+from sophrosyne.errors import InvalidArgument, SophrosyneError
 from sophrosyne.settings import Settings
 from sophrosyne.sql import secure
 from sophrosyne.sql.policy import Role, TableRule, rewrite_for
@@ -69,7 +70,8 @@ def test_the_post_execution_filter_drops_rows_a_rewrite_let_through(
     assert len(filtered) == in_scope
 
     monkeypatch.setattr(secure, "rewrite_for", lambda role, expression, catalog, dialect: expression)
-    secured = path.run("SELECT employee_id, department FROM employees", limit=1000)
+    # A path of its own: the first keeps the statement as it prepared it (rewritten), by its text.
+    secured = path_for(database, ROLE).run("SELECT employee_id, department FROM employees", limit=1000)
     assert "D042" not in secured.executed  # the rewrite really let every row through to the engine
     assert sorted(secured.result.rows) == sorted(filtered)
     assert {row[1] for row in secured.result.rows} == {"D042"}
@@ -141,3 +143,29 @@ def test_only_a_with_nested_in_a_subquery_repeats_the_role_ctes_on_mariadb(
     only there (the statement's own WITH, and one in a CTE's body, see it)."""
     rewritten = rewrite_for(ROLE, sqlglot.parse_one(sql, read="mysql"), database.catalog(), "mysql")
     assert rewritten.sql(dialect="mysql") == expected
+
+
+def test_a_statement_is_prepared_once_per_catalog(database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard and the rewrite run once per statement text for the catalog they read: again once the catalog
+    is another (the schema changed), and every time for a statement they refuse."""
+    checked: list[str] = []
+    check_sql = secure.guard.check_sql
+
+    def counted(sql: str, *args: object) -> exp.Expression:
+        checked.append(sql)
+        return check_sql(sql, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(secure.guard, "check_sql", counted)
+    catalogs = [database.catalog()]
+    path = SecurePath(database, ROLE, Settings(), policed=lambda: catalogs[-1], catalog=lambda: catalogs[-1])
+    sql = "SELECT employee_id FROM employees"
+    first = path.run(sql, limit=10)
+    assert path.run(sql, limit=10).executed == first.executed
+    assert len(checked) == 1
+    catalogs.append(copy.copy(database.catalog()))
+    assert path.run(sql, limit=10).executed == first.executed
+    assert len(checked) == 2
+    for _ in range(2):
+        with pytest.raises(SophrosyneError):
+            path.run("DELETE FROM employees", limit=10)
+    assert len(checked) == 4

@@ -3,6 +3,7 @@ refused, and waited for, while the server drains."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -13,7 +14,6 @@ from contextvars import ContextVar
 from typing import Literal, TypeVar
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
 
 from sophrosyne.base import deadline
@@ -169,10 +169,12 @@ class Calls:
         if share.threads is None:
             share.threads = anyio.CapacityLimiter(share.size)
         call = deadline.Deadline(timeout_s)
+        # The thread is handed back on the event loop, where the shares live, without the worker waiting for it.
+        leave = functools.partial(asyncio.get_running_loop().call_soon_threadsafe, share.leave, client)
         try:
             with anyio.fail_after(timeout_s + GRACE_S):
                 return await anyio.to_thread.run_sync(
-                    functools.partial(_under, call, work, functools.partial(share.leave, client), owner),
+                    functools.partial(_under, call, work, leave, owner),
                     abandon_on_cancel=True,
                     limiter=share.threads,
                 )
@@ -197,14 +199,16 @@ class Calls:
         await anyio.sleep(FLUSH_S)
 
 
-def _under(call: deadline.Deadline, work: Callable[[], T], leave: Callable[[], None], owner: threading.Lock) -> T:
+def _under(call: deadline.Deadline, work: Callable[[], T], leave: Callable[[], object], owner: threading.Lock) -> T:
     """(In the worker thread.) The work under its deadline; the thread goes back to its client's share when the
-    work ends, even if the call was answered (or its client left) before."""
+    work ends, even if the call was answered (or its client left) before. `leave` only schedules that on the
+    event loop: queued before the worker's result, it runs before the caller resumes, and the worker does not
+    wait on the loop (a second round trip between the threads per call)."""
     if not owner.acquire(blocking=False):
         raise NotReady("the call was given up before it began.")
     try:
         with deadline.within(call):
             return work()
     finally:
-        with contextlib.suppress(RuntimeError):  # the event loop is gone: the server stopped
-            anyio.from_thread.run_sync(leave)
+        with contextlib.suppress(RuntimeError):  # the event loop is closed: the server stopped
+            leave()

@@ -5,6 +5,9 @@ runs only after a first answer, and a byte of a header stops it), one file descr
 as many as the descriptor limit locks everyone out. Here a request, headers and body, must arrive whole within
 `http_request_s` of the connection opening or of its previous answer, and a client address beyond
 `http_connections_per_client` open connections is answered 429 and closed at once.
+
+Requests are parsed by httptools (llhttp, in C) when it is installed, as uvicorn itself prefers: h11, in pure
+Python, was a fifth of the server's CPU per small call (benchmarks/serving.py); the guard is the same on both.
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # httptools is not installed: h11 parses
+    HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
 from sophrosyne.settings import Limits, Settings
 
@@ -64,15 +72,20 @@ def _too_many(limit: int) -> bytes:
     return head + body
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on reading each request and a cap on connections per address.
+class Guarded:
+    """A deadline on reading each request and a cap on connections per address, over one of uvicorn's HTTP
+    protocols (its `client`, `cycle`, `loop`, `transport` and `on_response_complete`).
 
     The limits are set once per process (`configure`), before the server accepts: uvicorn builds each
-    connection's protocol itself, and its worker processes name this class by import."""
+    connection's protocol itself, and its worker processes name the class by import."""
 
     limits: ClassVar[ConnectionLimits] = ConnectionLimits()
-    # Open connections by client address, in this process.
+    # Open connections by client address, in this process (whichever protocol parses).
     open_by_client: ClassVar[Counter[str]] = Counter()
+    client: Any
+    cycle: Any
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -83,15 +96,15 @@ class GuardedH11Protocol(H11Protocol):
 
     @classmethod
     def configure(cls, limits: ConnectionLimits) -> None:
-        cls.limits = limits
+        Guarded.limits = limits
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
         self._address = self.client[0] if self.client else ""
         held = self.open_by_client[self._address]
         if held >= self.limits.per_client:
-            transport.write(_too_many(self.limits.per_client))
-            transport.close()  # the answer goes out first; the descriptor is freed at once
+            self.transport.write(_too_many(self.limits.per_client))
+            self.transport.close()  # the answer goes out first; the descriptor is freed at once
             return
         self.open_by_client[self._address] = held + 1
         self._counted = True
@@ -104,14 +117,14 @@ class GuardedH11Protocol(H11Protocol):
             self.open_by_client[self._address] -= 1
             if self.open_by_client[self._address] <= 0:
                 del self.open_by_client[self._address]
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]
 
     def data_received(self, data: bytes) -> None:
         self._began = True
-        super().data_received(data)
+        super().data_received(data)  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        super().on_response_complete()  # type: ignore[misc]
         if not self.transport.is_closing():
             self._await_request()  # the next request on this connection has the same time to arrive
 
@@ -139,3 +152,16 @@ class GuardedH11Protocol(H11Protocol):
         if self._began:
             self.transport.write(_TIMED_OUT)
         self.transport.close()
+
+
+class GuardedH11Protocol(Guarded, H11Protocol):
+    """uvicorn's h11 protocol, guarded."""
+
+
+GuardedProtocol: type[asyncio.Protocol] = GuardedH11Protocol
+if HttpToolsProtocol is not None:
+
+    class GuardedHttpToolsProtocol(Guarded, HttpToolsProtocol):
+        """uvicorn's httptools protocol, guarded."""
+
+    GuardedProtocol = GuardedHttpToolsProtocol

@@ -20,7 +20,13 @@ from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
 from sophrosyne.serve.calls import Calls
 from sophrosyne.serve.changes import SchemaChanges
-from sophrosyne.serve.connections import ACCEPT_BACKLOG, ConnectionLimits, GuardedH11Protocol, raise_descriptor_limit
+from sophrosyne.serve.connections import (
+    ACCEPT_BACKLOG,
+    ConnectionLimits,
+    Guarded,
+    GuardedProtocol,
+    raise_descriptor_limit,
+)
 from sophrosyne.serve.front import StreamsOnlyWhenAsked, front_page
 from sophrosyne.serve.handshake import EarlyStdio
 from sophrosyne.serve.health import SourceWatch
@@ -60,7 +66,7 @@ def serve(
         for env in sources.environments.values():
             warn_if_exposed(host, env)
         app = http_asgi(server, host)
-        GuardedH11Protocol.configure(ConnectionLimits.of(sources.settings))
+        Guarded.configure(ConnectionLimits.of(sources.settings))
         sock = bind(host, port)
         if on_bound is not None:
             on_bound()
@@ -93,7 +99,7 @@ def serve_workers(spec: ServeSpec, workers: int, on_bound: Callable[[], None] | 
         workers=workers,
         log_level="info",
         timeout_graceful_shutdown=int(spec.drain_s) + 1,
-        http=GuardedH11Protocol,  # each worker sets its limits as it builds its app (http_app)
+        http=GuardedProtocol,  # each worker sets its limits as it builds its app (http_app)
         backlog=ACCEPT_BACKLOG,
     )
     sock = bind(spec.host, spec.port)
@@ -144,7 +150,7 @@ def http_app() -> Starlette:
     require_token = any(env.policy is not None for env in sources.environments.values())
     server = build_server(sources, require_token=require_token, allow_python=spec.allow_python, watch=watch)
     SchemaChanges(sources, _changes_every_s(sources)).install(server, standing_connections=False)
-    GuardedH11Protocol.configure(ConnectionLimits.of(sources.settings))
+    Guarded.configure(ConnectionLimits.of(sources.settings))
     return http_asgi(server, spec.host)
 
 
@@ -211,7 +217,7 @@ async def serve_http(app: Starlette, calls: Calls, sock: socket.socket, drain_s:
         port=port,
         log_level=log_level.lower(),
         timeout_graceful_shutdown=int(drain_s) + 1,
-        http=GuardedH11Protocol,  # a request must arrive in time; a client holds only so many connections
+        http=GuardedProtocol,  # a request must arrive in time; a client holds only so many connections
         backlog=ACCEPT_BACKLOG,
     )
     raise_descriptor_limit()

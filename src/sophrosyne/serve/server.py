@@ -32,6 +32,7 @@ from sophrosyne.serve.health import SourceWatch, add_health
 from sophrosyne.serve.lean import LeanServer, output_schema
 from sophrosyne.serve.mapping import ERROR_CHARS, map_calls
 from sophrosyne.serve.python import add_run_python
+from sophrosyne.serve.stateless import serve_requests_inline
 from sophrosyne.serve.tools import add_declared_tools, add_tools, shown_to_caller
 from sophrosyne.sources import Sources
 from sophrosyne.tools.arguments import argument_error
@@ -67,6 +68,7 @@ class SophrosyneMCP(LeanServer):
 
     def streamable_http_app(self, *, streamable_http_path: str = "/mcp", **options: Any) -> Starlette:
         app = super().streamable_http_app(streamable_http_path=streamable_http_path, **options)
+        serve_requests_inline(self.session_manager)  # stateless: a call without the SDK's per-request session
         if self.tokens is not None:
             # Added outermost last: the gate puts the caller's user in the request, then the SDK's context
             # middleware makes it the tools' access token (get_access_token).

@@ -32,6 +32,11 @@ MAX_SQL_CHARS = 100_000
 _MARK = re.compile("\x00([a-z][a-z0-9_]*)\x00")
 # The tools' own statements kept checked per role (a describe of each table of a large schema stays under it).
 CHECKED_KEPT = 4096
+# Statements kept prepared per role (an agent or a program sends the same one again), and the longest kept.
+PREPARED_KEPT = 512
+PREPARED_CHARS = 10_000
+
+Prepared = tuple[exp.Expression, exp.Expression, str, bool]
 
 
 class Secured(NamedTuple):
@@ -91,6 +96,8 @@ class SecurePath:
         # For a role without rules: each statement the tools built, as the guard let it through and as it is
         # sent. A tool asks the same statements again (describe's sample), and parsing them was half its time.
         self._checked: dict[str, str] = {}
+        # Each statement as prepared, with the catalog its rewrite read (None for a role without rules).
+        self._prepared_kept: dict[str, tuple[Catalog | None, Prepared]] = {}
 
     @property
     def dialect(self) -> str:
@@ -100,14 +107,30 @@ class SecurePath:
     def engine(self) -> Engine:
         return self.db.engine
 
-    def _prepared(self, sql: str) -> tuple[exp.Expression, exp.Expression, str, bool]:
+    def _prepared(self, sql: str) -> Prepared:
         """The statement as the guard read it, as the role's rewrite made it, as it is sent, and whether it
-        reads fenced CTEs: the guard and the rewrite, which every statement passes."""
+        reads fenced CTEs: the guard and the rewrite, which every statement passes.
+
+        Prepared once per text: the guard is a function of the text, the dialect and the settings, the rewrite
+        of the tree, the role and the catalog it polices; only the catalog changes (a new one when the schema
+        does), so a statement is kept with the catalog it was rewritten for. A refused one is not kept."""
         if len(sql) > MAX_SQL_CHARS:
             raise InvalidArgument(
                 f"the statement is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are read.",
                 hint="Write a shorter statement: filter with a subquery or a join rather than a long literal list.",
             )
+        policed = None if self.role.unrestricted else self._policed()
+        kept = self._prepared_kept.get(sql)
+        if kept is not None and kept[0] is policed:
+            return kept[1]
+        prepared = self._prepare(sql, policed)
+        if len(sql) <= PREPARED_CHARS:
+            if len(self._prepared_kept) >= PREPARED_KEPT:
+                self._prepared_kept.clear()
+            self._prepared_kept[sql] = (policed, prepared)
+        return prepared
+
+    def _prepare(self, sql: str, policed: Catalog | None) -> Prepared:
         dialect = self.dialect
         expression = guard.check_sql(
             sql, dialect, ShapeLimits.from_settings(self.settings), self.settings.limits.sql_max_size_argument
@@ -115,9 +138,7 @@ class SecurePath:
         if claims_used(expression):
             raise InvalidArgument("the statement names a placeholder kept for the policy's claims.")
         # An unrestricted role reads as it wrote: it needs no catalog, which is slow to read on a large schema.
-        rewritten = (
-            expression if self.role.unrestricted else rewrite_for(self.role, expression, self._policed(), dialect)
-        )
+        rewritten = expression if policed is None else rewrite_for(self.role, expression, policed, dialect)
         fenced = reads_fences(rewritten)
         # A role's rewrite is a tree of its own, used once: the generator may work on it without a copy.
         executed = render(rewritten, dialect, copy=rewritten is expression)
