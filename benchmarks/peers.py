@@ -10,11 +10,13 @@ calls interleaved across servers. Ratios ours/peer and the acceptance checks go 
 Example:
     .venv/bin/python benchmarks/peers.py --out /work/bench-out/peers.json
     .venv/bin/python benchmarks/peers.py --repeats 5 --startups 3 --out /tmp/peers.json
+    git worktree add /tmp/base e6c0889 && .venv/bin/python benchmarks/peers.py --against /tmp/base --out /tmp/p.json
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import json
 import math
@@ -73,9 +75,11 @@ class Server:
         return StdioServerParameters(command=self.command[0], args=self.command[1:], env={**os.environ, **self.env})
 
 
-def ours(db: Path, cache: Path) -> Server:
+def ours(db: Path, cache: Path, name: str = "sophrosyne", src: Path | None = None) -> Server:
+    """Ours as installed, or (`src`) the sources of another checkout, run by the same interpreter."""
+    path = {"PYTHONPATH": str(src)} if src is not None else {}
     return Server(
-        "sophrosyne",
+        name,
         [sys.executable, "-m", "sophrosyne", "serve", str(db)],
         {
             "list": ("list_tables", {}),
@@ -84,7 +88,7 @@ def ours(db: Path, cache: Path) -> Server:
             "small_query": ("execute_sql", {"sql": SMALL_SQL}),
             "query_10k_rows": ("execute_sql", {"sql": LARGE_SQL}),
         },
-        {"SOPHROSYNE_CACHE_DIR": str(cache)},
+        {"SOPHROSYNE_CACHE_DIR": str(cache), **path},
         ("list_tables", {"question": FIRST_QUESTION}),
     )
 
@@ -177,6 +181,22 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process so far (/proc/PID/stat), its children that ended included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def children() -> set[int]:
+    """The processes this one started and that still run."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                found.add(int(stat.parent.name))
+    return found
+
+
 def text_of(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
@@ -201,11 +221,14 @@ async def measure(servers: list[Server], repeats: int, startups: int) -> dict[st
             results[server.name]["startup_s"].append(initialized)
             results[server.name]["first_answer_s"].append(first)
     async with contextlib.AsyncExitStack() as stack:
-        clients = {}
+        clients, pids = {}, {}
         for server in servers:
             quiet = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115 - the stack closes it
+            before = children()
             client = await stack.enter_async_context(Client(stdio_client(server.params(), errlog=quiet)))
             clients[server.name] = client
+            started = children() - before
+            pids[server.name] = started.pop() if len(started) == 1 else None
             listed = (await client.list_tools()).tools
             definitions = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
             # What a model is given of each tool: its output schema is for the client's program, counted apart.
@@ -216,25 +239,39 @@ async def measure(servers: list[Server], repeats: int, startups: int) -> dict[st
             results[server.name]["output_schema_tokens"] = tokens(json.dumps(schemas, separators=(",", ":")))
             results[server.name]["tools"] = len(listed)
         samples: dict[tuple[str, str], list[float]] = {}
+        # CPU milliseconds per call: the server process's (None: its process was not found), and this client's
+        # (its SDK's parsing and validation of the answer).
+        server_cpu: dict[tuple[str, str], list[float]] = {}
+        client_cpu: dict[tuple[str, str], list[float]] = {}
         answers: dict[tuple[str, str], Any] = {}
         for _ in range(repeats + 1):  # the first round warms up and is not counted
             for operation in servers[0].calls:
                 for server in servers:
                     tool, arguments = server.calls[operation]
+                    pid = pids[server.name]
+                    cpu_before = cpu_seconds(pid) if pid else 0.0
+                    mine_before = time.process_time()
                     started = time.perf_counter()
                     result = await clients[server.name].call_tool(tool, arguments)
                     elapsed = (time.perf_counter() - started) * 1000
+                    mine = (time.process_time() - mine_before) * 1000
                     key = (server.name, operation)
                     if key in answers:
                         samples.setdefault(key, []).append(elapsed)
+                        client_cpu.setdefault(key, []).append(mine)
+                        if pid:
+                            server_cpu.setdefault(key, []).append((cpu_seconds(pid) - cpu_before) * 1000)
                     answers[key] = result
     for (name, operation), values in samples.items():
-        result = answers[(name, operation)]
+        key = (name, operation)
+        result = answers[key]
         text = text_of(result)
         structured = json.dumps(result.structured_content) if result.structured_content else ""
         results[name]["operations"][operation] = {
             "p50_ms": round(percentile(values, 50), 2),
             "p95_ms": round(percentile(values, 95), 2),
+            "server_cpu_ms_mean": round(statistics.mean(server_cpu[key]), 2) if key in server_cpu else None,
+            "client_cpu_ms_mean": round(statistics.mean(client_cpu[key]), 2),
             "response_tokens": tokens(text),
             "structured_tokens": tokens(structured) if structured else 0,
             "is_error": bool(result.is_error),
@@ -301,7 +338,7 @@ def print_table(results: dict[str, Any], by_peer: dict[str, Any]) -> None:
     print(f"{'first answer p50 (s)':<28}" + "".join(f"{results[n]['first_answer_p50_s']:>20}" for n in names))
     print(f"{'tool-definition tokens':<28}" + "".join(f"{results[n]['tool_tokens']:>20}" for n in names))
     for op in results["sophrosyne"]["operations"]:
-        for what in ("p50_ms", "p95_ms", "response_tokens"):
+        for what in ("p50_ms", "p95_ms", "server_cpu_ms_mean", "client_cpu_ms_mean", "response_tokens"):
             row = [results[n]["operations"].get(op, {}).get(what, "-") for n in names]
             print(f"{op + ' ' + what:<28}" + "".join(f"{v:>20}" for v in row))
     for peer, figures in by_peer.items():
@@ -314,6 +351,11 @@ def main() -> None:
     parser.add_argument("--peers-dir", type=Path, default=Path("/work/bench-out/peers"))
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--startups", type=int, default=7)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="a checkout of another commit (a git worktree): its sources served beside ours as `sophrosyne-base`",
+    )
     args = parser.parse_args()
     if not SOURCE_DB.is_file():
         raise SystemExit(f"BIRD's toxicology database is not at {SOURCE_DB} (set SOPHROSYNE_DATASETS)")
@@ -327,6 +369,13 @@ def main() -> None:
     env = {**os.environ, "SOPHROSYNE_CACHE_DIR": str(cache)}
     subprocess.run([sys.executable, "-m", "sophrosyne", "index", str(db)], env=env, check=True, capture_output=True)
     servers = [ours(db, cache), echo_floor()]
+    if args.against is not None:
+        base_src = args.against.resolve() / "src"
+        compileall.compile_dir(base_src / "sophrosyne", quiet=1)
+        base_cache = args.peers_dir / "cache-base"  # its own index cache, built by its own code
+        base_env = {**os.environ, "SOPHROSYNE_CACHE_DIR": str(base_cache), "PYTHONPATH": str(base_src)}
+        subprocess.run([sys.executable, "-m", "sophrosyne", "index", str(db)], env=base_env, check=True)
+        servers.insert(1, ours(db, base_cache, "sophrosyne-base", base_src))
     skipped = {}
     for install in (install_dbhub, install_reference):
         peer = install(args.peers_dir, db)

@@ -218,11 +218,21 @@ class _Polled:
         from impala.error import Error, OperationalError
         from thrift.transport.TTransport import TTransportException
 
-        cursor = self.cursor
+        from sophrosyne.engines.spark_dialect import ANSWER_GRACE_S, CALL_TIMEOUT_S, set_call_timeout
+
+        cursor, thrift = self.cursor, self.connection.thrift
+
+        def bounded() -> None:  # the next Thrift call waits no longer than the deadline and a grace
+            set_call_timeout(thrift, min(CALL_TIMEOUT_S, max(0.0, deadline - time.monotonic()) + ANSWER_GRACE_S))
+
         try:
+            bounded()
             cursor.execute_async(sql)  # closes the previous statement's operation first
             pause = 0.005
-            while cursor.is_executing():
+            while True:
+                bounded()
+                if not cursor.is_executing():
+                    break
                 if self.connection.stop.is_set() or time.monotonic() >= deadline:
                     cursor.cancel_operation()
                     # Words database.py reads as a deadline (or, when the client cancelled, as that).
@@ -235,7 +245,14 @@ class _Polled:
             raise type(exc)(clean_message(str(exc))) from None
         except (TTransportException, OSError) as exc:
             # The pool's ping finds the connection dead at its next hand-out and opens another.
+            if time.monotonic() >= deadline:
+                raise OperationalError(
+                    f"lost the connection to the Spark server: it gave no answer by the statement's deadline and "
+                    f"{ANSWER_GRACE_S:g} s more; check that the Thrift server runs and is not overloaded"
+                ) from None
             raise OperationalError(f"lost the connection to the Spark server: {exc}") from None
+        finally:
+            set_call_timeout(thrift, CALL_TIMEOUT_S)  # reading the rows: each call within CALL_TIMEOUT_S
 
     def fetchone(self) -> Row | None:
         rows = self.fetchmany(1)

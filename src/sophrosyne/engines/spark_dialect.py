@@ -3,6 +3,7 @@ connection holds one HiveServer2 session, opened with file reads in table names 
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import threading
 from typing import Any
@@ -15,6 +16,9 @@ SESSION_CONFIGURATION = {"set:hiveconf:spark.sql.runSQLOnFiles": "false"}
 # Seconds of each Thrift call (the statements themselves are polled, never waited on in one call); a session's
 # first statement on a fresh server takes about 3 s.
 CALL_TIMEOUT_S = 60
+# While a statement runs, each Thrift call waits for the time left to its deadline and this much more: a server
+# that stops answering mid-statement ends the call within timeout_s and these seconds, not CALL_TIMEOUT_S.
+ANSWER_GRACE_S = 5.0
 
 
 class SparkConnection:
@@ -22,19 +26,29 @@ class SparkConnection:
     thread may raise (the session's own thread polls it and cancels the statement: a Thrift client is not
     safe to call from two threads at once)."""
 
-    def __init__(self, thrift: Any, user: str, database: str | None) -> None:
+    def __init__(self, thrift: Any, user: str, database: str | None, ping_s: float = CALL_TIMEOUT_S) -> None:
         self.thrift = thrift
+        self.ping_s = ping_s  # the pool's check that the server answers: as long as opening may take
         configuration = dict(SESSION_CONFIGURATION)
         if database:
             configuration["use:database"] = database
         self.session = thrift.cursor(user=user, configuration=configuration, close_finished_queries=False)
         self.stop = threading.Event()
+        self.dead = False
 
     def cursor(self) -> Any:
         return self.session
 
     def ping(self) -> bool:
-        return bool(self.session.ping())
+        set_call_timeout(self.thrift, self.ping_s)
+        try:
+            alive = bool(self.session.ping())
+        except Exception:
+            alive = False
+        finally:
+            set_call_timeout(self.thrift, CALL_TIMEOUT_S)
+        self.dead = not alive
+        return alive
 
     def commit(self) -> None:
         """Spark has no transactions."""
@@ -43,10 +57,21 @@ class SparkConnection:
         """Spark has no transactions."""
 
     def close(self) -> None:
+        # Within the ping's bound: closing a connection the pool found dead reopens its transport to say so.
+        set_call_timeout(self.thrift, self.ping_s)
         try:
-            self.session.close()
+            if not self.dead:  # a server that did not answer the ping is not asked to close the session
+                self.session.close()
         finally:
-            self.thrift.close()
+            # Closed even when closing it failed: impyla's cursor would otherwise reopen the transport from its
+            # __del__ to close the session again, and leave that socket open.
+            self.session._closed = True
+            try:
+                self.thrift.close()
+            finally:
+                socket = _socket_of(self.thrift)  # left open when closing the session or the transport failed
+                if socket is not None:
+                    socket.close()
 
 
 class SparkDialect(DefaultDialect):
@@ -74,6 +99,10 @@ class SparkDialect(DefaultDialect):
             # A server without authentication still speaks SASL PLAIN, with any user name.
             "auth_mechanism": "PLAIN",
             "timeout": CALL_TIMEOUT_S,
+            # One try per Thrift call: impyla would reopen the transport and send a status poll again twice
+            # after a call timed out, each waiting as long again (a server that stopped answering held a
+            # statement three times its bound); a dead connection is the pool's to replace.
+            "retries": 1,
         }
         for key, value in url.query.items():  # use_ssl, use_http_transport, http_path, auth_mechanism...
             options[key] = value if key in {"auth_mechanism", "http_path"} else _flag(value)
@@ -94,7 +123,7 @@ class SparkDialect(DefaultDialect):
         _opening.sockets = []
         try:
             thrift = impala.dbapi.connect(*args, **options)
-            connection = SparkConnection(thrift, user, database)
+            connection = SparkConnection(thrift, user, database, opening or CALL_TIMEOUT_S)
         except (TTransportException, OSError) as exc:  # not DB-API errors: the pool would let them through
             for sock in _opening.sockets:  # impyla leaves the socket of a failed opening open
                 sock.close()
@@ -102,7 +131,7 @@ class SparkDialect(DefaultDialect):
         finally:
             _opening.sockets = None
         if opening is not None:
-            _set_call_timeout(thrift, CALL_TIMEOUT_S)
+            set_call_timeout(thrift, CALL_TIMEOUT_S)
         return connection
 
     def initialize(self, connection: Any) -> None:
@@ -146,15 +175,22 @@ def _track_sockets() -> None:
     hiveserver2.get_socket = get_socket
 
 
-def _set_call_timeout(thrift: Any, seconds: float) -> None:
-    """Bound each later Thrift call of a connection by `seconds`: its socket is under the SASL transport."""
+def _socket_of(thrift: Any) -> Any:
+    """The Thrift socket (TSocket) of a connection, under its SASL transport, or None."""
     client = getattr(getattr(thrift, "service", None), "client", None)
     transport = getattr(getattr(client, "_iprot", None), "trans", None)
     while transport is not None and not hasattr(transport, "setTimeout"):
         # thrift_sasl's transport, or Thrift's buffered one (auth_mechanism=NOSASL)
         transport = getattr(transport, "_trans", None) or getattr(transport, "_TBufferedTransport__trans", None)
+    return transport
+
+
+def set_call_timeout(thrift: Any, seconds: float) -> None:
+    """Bound each later Thrift call of a connection by `seconds`: its socket is under the SASL transport."""
+    transport = _socket_of(thrift)
     if transport is not None:
-        transport.setTimeout(seconds * 1000)
+        with contextlib.suppress(OSError):  # a socket closed by a failed call: the pool replaces the connection
+            transport.setTimeout(seconds * 1000)
 
 
 def _flag(value: Any) -> Any:

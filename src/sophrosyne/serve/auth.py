@@ -4,7 +4,8 @@ the policy's identity provider (`[identity]`), and says plainly why a token is r
 Static tokens are the policy's own (sha256 hashes in `[tokens]`). With an identity provider the server is an
 OAuth 2.1 resource server (MCP authorization): it publishes its protected-resource metadata (RFC 9728) naming
 the provider, a 401 points to it (`resource_metadata`), and a JWT is checked offline (oauth.py), its claims
-given a role by the policy's rules. Without one, no OAuth is advertised: no metadata routes, no
+given a role by the policy's rules; an opaque token is asked of its introspection endpoint (introspection.py)
+when the policy names one. Without one, no OAuth is advertised: no metadata routes, no
 `resource_metadata`, which would send OAuth-capable clients into a flow that cannot succeed.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -21,6 +22,7 @@ from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
 
 from sophrosyne.errors import ConfigError
+from sophrosyne.serve.introspection import Introspector
 from sophrosyne.serve.oauth import JwtVerifier, Refused
 from sophrosyne.sql.policy.claims import CLAIMS
 from sophrosyne.sql.policy.file import hash_token
@@ -46,17 +48,18 @@ def shared_identity(sources: Sources) -> Identity | None:
         identity = env.policy.identity if env.policy is not None else None
         if identity is None:
             continue
-        if found is not None and (found.issuer, found.jwks_url, found.resource) != (
-            identity.issuer,
-            identity.jwks_url,
-            identity.resource,
-        ):
+        if found is not None and _provider(found) != _provider(identity):
             raise ConfigError(
                 f"the policy of source `{name}` names another identity provider or resource than another source's",
-                hint="One server is one resource: give every policy the same issuer, jwks_url and resource.",
+                hint="One server is one resource: give every policy the same issuer, jwks_url, introspection and "
+                "resource.",
             )
         found = found or identity
     return found
+
+
+def _provider(identity: Identity) -> tuple[object, ...]:
+    return identity.issuer, identity.jwks_url, identity.resource, identity.introspection
 
 
 class PolicyTokens:
@@ -70,7 +73,9 @@ class PolicyTokens:
     def __init__(self, sources: Sources) -> None:
         self.sources = sources
         self.identity = shared_identity(sources)
-        self.jwt = JwtVerifier(self.identity) if self.identity is not None else None
+        identity = self.identity
+        self.jwt = JwtVerifier(identity) if identity is not None and identity.jwks_url else None
+        self.introspector = Introspector(identity) if identity is not None and identity.introspection else None
 
     async def verify_token(self, token: str) -> AccessToken | None:
         roles = []
@@ -88,9 +93,9 @@ class PolicyTokens:
         static = await self.verify_token(token)
         if static is not None:
             return static
-        if self.jwt is None:
+        if self.identity is None:
             raise Refused(f"The bearer token is not one this server knows: {HOW}")
-        claims = await self.jwt.verify(token)
+        claims = await self._claims(token)
         roles = []
         for name, env in self.sources.environments.items():
             identity = env.policy.identity if env.policy is not None else None
@@ -104,15 +109,24 @@ class PolicyTokens:
                 status=403,
             )
         client = claims.get("azp") or claims.get("client_id") or "oauth"
+        expires = claims.get("exp")
         return AccessToken(
             token="",
             client_id=str(client),
             scopes=roles,
-            expires_at=int(claims["exp"]),
-            resource=self.jwt.identity.resource,
+            expires_at=int(expires) if isinstance(expires, int | float) else None,
+            resource=self.identity.resource,
             subject=str(claims["sub"]),
             claims=claims,
         )
+
+    async def _claims(self, token: str) -> dict[str, Any]:
+        """A JWT is checked offline against the provider's keys; any other token (every token, without keys) is
+        asked of the introspection endpoint."""
+        if self.jwt is not None and (self.introspector is None or token.count(".") == 2):
+            return await self.jwt.verify(token)
+        assert self.introspector is not None  # parse_identity needs keys or introspection
+        return await self.introspector.verify(token)
 
     def metadata_url(self) -> str | None:
         """Where the protected-resource metadata is (RFC 9728), with an identity provider."""

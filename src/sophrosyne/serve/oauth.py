@@ -89,6 +89,7 @@ class JwtVerifier:
     """Checks a provider's access token and gives its claims, or raises Refused with the reason."""
 
     def __init__(self, identity: Identity) -> None:
+        assert identity.jwks_url is not None  # PolicyTokens makes a JwtVerifier only for a provider with keys
         self.identity = identity
         self.keys = ProviderKeys(identity.jwks_url)
         self.claims = jwt.JWTClaimsRegistry(
