@@ -50,9 +50,27 @@ def snapshot_path(argv: list[str]) -> Path:
     built = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
     sdk = find_spec("mcp")
     sdk_built = Path(sdk.origin).stat().st_mtime_ns if sdk and sdk.origin else 0
-    key = json.dumps([__version__, sdk_built, sys.version_info[:2], built, argv])
+    # What else decides the answers: the settings' variables (a SOPHROSYNE_ALLOW_EXPORTS changes the tools), the
+    # folder relative paths are read from, and each file the arguments name (a policy's declared tools, its roles)
+    # as it is now. Only a hash of them is written.
+    settings = sorted((k, v) for k, v in os.environ.items() if k.startswith("SOPHROSYNE_"))
+    key = json.dumps([__version__, sdk_built, sys.version_info[:2], built, argv, os.getcwd(), settings, _files(argv)])
     cache = Path(os.environ.get("SOPHROSYNE_CACHE_DIR") or Path.home() / ".cache" / "sophrosyne")
     return cache / "handshake" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
+def _files(argv: list[str]) -> list[tuple[str, int, int]]:
+    """Each file an argument names (`--policy p.toml`, `--config=c.toml`, a database), with its modification
+    time and size."""
+    found = []
+    for arg in argv:
+        for part in dict.fromkeys((arg, arg.split("=", 1)[-1])):
+            path = Path(part)
+            with contextlib.suppress(OSError, ValueError):
+                if path.is_file():
+                    stat = path.stat()
+                    found.append((str(path.resolve()), stat.st_mtime_ns, stat.st_size))
+    return found
 
 
 class EarlyStdio:
