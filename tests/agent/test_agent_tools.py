@@ -107,7 +107,7 @@ def http_server() -> Iterator[str]:
     command = [sys.executable, "-m", "sophrosyne", "serve", "demo", "--http", "--port", str(port)]
     process = subprocess.Popen([*command, "--policy", str(policy)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # as fixtures.serving gives it: 30 s passed at load 20 (2.3 CPU-s of imports)
         while not _listening(port):
             assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
             assert time.monotonic() < deadline, "the HTTP server did not start"

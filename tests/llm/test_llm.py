@@ -234,11 +234,12 @@ def free_port() -> int:
 
 def test_a_refused_connection_fails_at_once_naming_the_endpoint_and_model() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    model = ModelClient("scripted-model", base_url=url, settings=Settings(llm_retries=4, llm_backoff_s=1.0))
+    model = ModelClient("scripted-model", base_url=url, settings=Settings(llm_retries=4, llm_backoff_s=5.0))
     started = time.monotonic()
     with pytest.raises(ModelError) as caught:
         ask(model)
-    assert time.monotonic() - started < 1.0  # no retries, no backoff (4 of them would take 15 s)
+    # No retry: one would wait 5 s first (the bound was 1 s with a 1 s backoff, and a refusal took 1.7 s at load 20).
+    assert time.monotonic() - started < 4.0
     assert f"the model endpoint {url} (model scripted-model) cannot be reached" in str(caught.value)
     assert "refused" in str(caught.value) and "SOPHROSYNE_BASE_URL" in (caught.value.hint or "")
 
