@@ -28,6 +28,8 @@ from sophrosyne.index.lexicon import catalog_abbreviations, short_name
 from sophrosyne.index.vectors import VectorIndex, held_type
 from sophrosyne.schema.catalog import Catalog
 
+logger = logging.getLogger("sophrosyne.index")
+
 INDEX_VERSION = 3  # 2: a large index's vectors saved as float16; 3: names spelled out (`base/names.py`)
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 Progress = Callable[[str, int, int], None]
@@ -334,6 +336,7 @@ def load_or_build(
         if saved is not None:
             return saved
         index = SchemaIndex.build(catalog, embedder=embedder, progress=progress)
+        logger.info("built the schema index of %d columns in %.1f s", len(index.docs), index.build_s)
         release_free_memory()
         try:
             index.save(folder)
