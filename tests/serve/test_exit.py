@@ -17,9 +17,11 @@ import pytest
 from fixtures.engines import build_duckdb
 from fixtures.serving import children_of
 
-# The promise (issue 35). Measured p50 0.07 s, max 0.26 s at load 12, max 0.54 s with four servers starting
-# beside it at load 15: of that, 5-50 ms from end-of-file to the exit call, the rest the kernel's tear-down.
-EXIT_BOUND_S = 0.5
+# The promise (issue 35) is 0.5 s: measured p50 0.07 s, max 0.26 s at load 12; max 0.54 s with four servers
+# starting beside it at load 15. Of that, 5-50 ms go from end-of-file to the exit call, the rest to the kernel's
+# tear-down of a 200 MB process, which waits for a core: 2 of 67 repetitions beside two CPU burners at load 22
+# took over 0.5 s. The test allows twice the promise for the suite's own load.
+EXIT_BOUND_S = 1.0
 # A killed parent is seen at the next look (every 0.5 s): p50 0.43 s, max 0.64 s over 40 runs at load 12.
 PARENT_BOUND_S = 2.0
 # DuckDB's processes end as their connections close, a child at its watching thread's next wake (1 s).
@@ -122,7 +124,7 @@ def test_the_processes_a_server_started_end_with_it(tmp_path: Path) -> None:
         closed = time.monotonic()
         server.stdin.close()
         assert server.wait(30) == 0
-        assert time.monotonic() - closed < EXIT_BOUND_S * 2  # a call in flight is given up, not waited for
+        assert time.monotonic() - closed < EXIT_BOUND_S  # a call in flight is given up, not waited for
         while any(_alive(pid) for pid in tree) and time.monotonic() - closed < 30:
             time.sleep(0.05)
         assert [pid for pid in tree if _alive(pid)] == []
