@@ -7,7 +7,9 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from sophrosyne.index import (
     reciprocal_rank_fusion,
     schema_key,
 )
+from sophrosyne.index.cache import building
 from sophrosyne.index.schema_index import column_documents
 from sophrosyne.index.values import load_or_build_values
 from sophrosyne.index.vectors import VectorIndex
@@ -302,3 +305,31 @@ def test_documents_written_a_chunk_at_a_time_read_back_whole(index: SchemaIndex,
     assert [ColumnDoc(*row) for row in json.loads((tmp_path / "docs.json").read_text())] == index.docs
     _write_docs(tmp_path / "none.json", [], chunk=chunk)
     assert json.loads((tmp_path / "none.json").read_text()) == []
+
+
+def test_processes_sharing_a_cache_build_an_index_once(catalog: Catalog, tmp_path: Path) -> None:
+    """Two builders at once (threads here: each takes the lock through a descriptor of its own, as processes
+    do): one builds, the other waits for it and reads what it saved."""
+    with ThreadPoolExecutor(2) as pool:
+        indexes = list(pool.map(lambda _: load_or_build(catalog, tmp_path), range(2)))
+    assert sorted(index.build_s > 0 for index in indexes) == [False, True]
+    assert indexes[0].key == indexes[1].key
+
+
+def test_a_build_lock_is_held_until_its_holder_leaves(tmp_path: Path) -> None:
+    entry = tmp_path / "schema" / "0123"
+    entry.parent.mkdir()
+    held, waited = threading.Event(), threading.Event()
+
+    def second() -> None:
+        with building(entry):
+            waited.set()
+
+    with building(entry):
+        held.set()
+        other = threading.Thread(target=second)
+        other.start()
+        assert not waited.wait(0.3)  # the second waits while the first builds
+    assert waited.wait(10)
+    other.join()
+    assert list((tmp_path / "schema").iterdir()) == []  # the locks live apart from the entries

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+import sophrosyne.base.parent  # noqa: F401  (reads the parent's pid now, before anything else runs)
+
 
 def main() -> None:
     if sys.argv[1:] == ["--version"]:

@@ -69,10 +69,11 @@ def serve(
     import os
     import sys
 
+    from sophrosyne.base.parent import STARTED_BY
     from sophrosyne.serve.handshake import EarlyStdio, snapshot_path
 
     # Over stdio the handshake is answered at once, before the heavy imports below (see handshake.py).
-    early = None if http else EarlyStdio(snapshot_path(sys.argv[1:]))
+    early = None if http else EarlyStdio(snapshot_path(sys.argv[1:]), parent=STARTED_BY)
     from sophrosyne.serve.spec import ServeSpec, collect_less_often
 
     collect_less_often()

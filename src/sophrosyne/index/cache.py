@@ -10,6 +10,7 @@ the cause is logged once.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,27 @@ def clean_stale(folder: Path, now: float | None = None) -> list[Path]:
     if removed:
         logger.info("removed %d stale temp file(s) left in %s by writers that stopped", len(removed), folder)
     return removed
+
+
+@contextlib.contextmanager
+def building(final: Path) -> Iterator[None]:
+    """Held while this process builds the entry `final`: another process that wants it (a worker, a replica on
+    the same cache folder) waits here, then finds it saved and reads it instead of building it again. The lock
+    is an flock on a file of the cache's `locks` folder: released by the kernel when its holder dies, however it
+    dies, and honoured across hosts on NFSv4. A folder where no lock file can be made builds without one."""
+    locks = final.parent.parent / "locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+        fd = os.open(locks / f"{final.parent.name}.{final.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        tell_once(f"no build lock in {locks} ({reason(exc)}): processes sharing the cache may build twice")
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock; the file stays (removing it would let two holders in)
 
 
 def tell_once(message: str) -> None:

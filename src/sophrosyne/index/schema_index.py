@@ -21,12 +21,14 @@ from sophrosyne.base.memory import release_free_memory
 from sophrosyne.base.names import added_words
 from sophrosyne.base.words import split_identifier, tokenize
 from sophrosyne.errors import ConfigError
-from sophrosyne.index.cache import clean_stale, reason, tell_once, temp_prefix, unavailable
+from sophrosyne.index.cache import building, clean_stale, reason, tell_once, temp_prefix, unavailable
 from sophrosyne.index.embedders import Embedder, default_embedder
 from sophrosyne.index.fusion import reciprocal_rank_fusion
 from sophrosyne.index.lexicon import catalog_abbreviations, short_name
 from sophrosyne.index.vectors import VectorIndex, held_type
 from sophrosyne.schema.catalog import Catalog
+
+logger = logging.getLogger("sophrosyne.index")
 
 INDEX_VERSION = 3  # 2: a large index's vectors saved as float16; 3: names spelled out (`base/names.py`)
 logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -326,20 +328,32 @@ def load_or_build(
     key = schema_key(catalog, embedder.name)
     folder = _folder_of(cache_dir, key)
     clean_stale(folder.parent)
-    if (folder / "manifest.json").exists():
+    saved = _saved(folder, embedder, catalog, key)
+    if saved is not None:
+        return saved
+    with building(folder):  # one build for the processes that share the cache folder; the others read it
+        saved = _saved(folder, embedder, catalog, key)
+        if saved is not None:
+            return saved
+        index = SchemaIndex.build(catalog, embedder=embedder, progress=progress)
+        logger.info("built the schema index of %d columns in %.1f s", len(index.docs), index.build_s)
+        release_free_memory()
         try:
-            index = SchemaIndex.load(folder, embedder, column_documents(catalog))
-            if index.key == key:
-                return index
-        except (ConfigError, OSError, ValueError, KeyError):
-            pass  # a damaged cache entry is rebuilt below
-    index = SchemaIndex.build(catalog, embedder=embedder, progress=progress)
-    release_free_memory()
-    try:
-        index.save(folder)
-    except OSError as exc:
-        if must_save:
-            raise unavailable("the schema index", folder.parent, exc) from None
-        index.unsaved = reason(exc)
-        tell_once(f"the schema index could not be saved in {folder.parent} ({index.unsaved}): kept in memory only")
+            index.save(folder)
+        except OSError as exc:
+            if must_save:
+                raise unavailable("the schema index", folder.parent, exc) from None
+            index.unsaved = reason(exc)
+            tell_once(f"the schema index could not be saved in {folder.parent} ({index.unsaved}): kept in memory only")
     return index
+
+
+def _saved(folder: Path, embedder: Embedder, catalog: Catalog, key: str) -> SchemaIndex | None:
+    """The index saved in `folder` for this key, or None (none, or damaged: it is rebuilt)."""
+    if not (folder / "manifest.json").exists():
+        return None
+    try:
+        index = SchemaIndex.load(folder, embedder, column_documents(catalog))
+    except (ConfigError, OSError, ValueError, KeyError):
+        return None
+    return index if index.key == key else None

@@ -21,7 +21,7 @@ from sqlglot import exp
 from sophrosyne.base.memory import release_free_memory
 from sophrosyne.base.text import normalize
 from sophrosyne.base.words import stem
-from sophrosyne.index.cache import clean_stale, temp_prefix, unavailable
+from sophrosyne.index.cache import building, clean_stale, temp_prefix, unavailable
 from sophrosyne.index.postings import Postings, PostingsBuilder, read_file, write_file
 from sophrosyne.schema.catalog import Catalog, is_text_type
 
@@ -240,17 +240,30 @@ def load_or_build_values(
     do not change the key: rebuild with `sophrosyne index --rebuild`."""
     path = values_path(cache_dir, catalog)
     clean_stale(path.parent)
-    if path.exists():
+    saved = _complete(path)
+    if saved is not None:
+        return saved
+    with building(path):  # one reading of the values for the processes that share the cache folder
+        saved = _complete(path)
+        if saved is not None:
+            return saved
+        index = ValueIndex.from_database(catalog, database, budget)
         try:
-            saved = ValueIndex.load(path)
-            if saved.complete:
-                return saved
-            logger.info("the saved value index %s is partial: reading the values again", path)
-        except (OSError, ValueError, KeyError):
-            pass  # a damaged cache entry is rebuilt below
-    index = ValueIndex.from_database(catalog, database, budget)
-    try:
-        index.save(path)
-    except OSError as exc:
-        raise unavailable("the value index", path.parent, exc) from None
+            index.save(path)
+        except OSError as exc:
+            raise unavailable("the value index", path.parent, exc) from None
     return index
+
+
+def _complete(path: Path) -> ValueIndex | None:
+    """The complete value index saved at `path`, or None (none, partial or damaged: it is read again)."""
+    if not path.exists():
+        return None
+    try:
+        saved = ValueIndex.load(path)
+    except (OSError, ValueError, KeyError):
+        return None
+    if not saved.complete:
+        logger.info("the saved value index %s is partial: reading the values again", path)
+        return None
+    return saved

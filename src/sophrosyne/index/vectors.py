@@ -104,4 +104,5 @@ class VectorIndex:
 
     @classmethod
     def load(cls, folder: Path) -> VectorIndex:
-        return cls(np.load(folder / "vectors.npy"))
+        # Mapped, not read: processes serving the same schema (workers, replicas on one host) share one copy.
+        return cls(np.load(folder / "vectors.npy", mmap_mode="r"))

@@ -78,7 +78,12 @@ class EarlyStdio:
     moment they arrive, and hands every message on to the SDK once it runs (`stdin`, `stdout` here). The
     SDK answers them again; those answers are not sent twice, and refresh the snapshot when they differ."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, parent: int | None = None) -> None:
+        """`parent`: the pid of the process that started this one, read as early as the process could (the
+        default reads it now). It must be read before the reading thread starts: that thread answers the
+        handshake at once, and a client killed right after it would leave init as the parent seen here, watched
+        for ever (the server then outlived its client while something else held stdin open)."""
+        parent = os.getppid() if parent is None else parent
         self.path = path
         self._saved: dict[str, Any] = _load(path)
         self._fresh: dict[str, Any] = json.loads(json.dumps(self._saved))
@@ -98,7 +103,7 @@ class EarlyStdio:
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         os.dup2(2, 1)
         threading.Thread(target=self._read, name="sophrosyne-stdin", daemon=True).start()
-        threading.Thread(target=self._watch_parent, args=(os.getppid(),), name="sophrosyne-parent", daemon=True).start()
+        threading.Thread(target=self._watch_parent, args=(parent,), name="sophrosyne-parent", daemon=True).start()
 
     def _read(self) -> None:
         for raw in self._wire_in:
