@@ -22,7 +22,7 @@ def _warehouse(kind: str = "TEXT") -> Catalog:
             for t in [
                 table("DIM_DSTR", "DSTR_KEY", "DSTR_NM", "RGN_CD"),
                 table("FACT_BDGS", "BDGS_KEY", "USR_KEY", "BDGS_NM", "AWRD_DT"),
-                table("DIM_USERS", "USR_KEY", "DSPLY_NM", "RPTN"),
+                table("DIM_USERS", "USR_KEY", "DISPLAY_NAME", "REPUTATION"),
                 table("FACT_CMNT", "CMNT_KEY", "USR_KEY", "CMNT_TXT"),
                 table("DIM_DEPT", "DEPT_KEY", "DEPT_NAME"),
             ]
@@ -33,8 +33,15 @@ def _warehouse(kind: str = "TEXT") -> Catalog:
 def test_the_forms_are_the_unread_words_of_table_names() -> None:
     forms = short_forms(lexicon_for(_warehouse()))
     flat = {form: tables for letter in forms.values() for form, tables in letter.items()}
-    # `dept` is on the project's list (spelled out already), `dim` and `fact` are layer words, `users` a word.
-    assert flat == {"dstr": ("DIM_DSTR",), "bdgs": ("FACT_BDGS",), "cmnt": ("FACT_CMNT",)}
+    # `dept`, `rgn`, `usr` are on the project's list (spelled out already), `dim` and `fact` are layer words,
+    # `key` a key word, `users` a word, `nm`, `cd` too short to guess; a column's forms count for its table.
+    assert flat == {
+        "dstr": ("DIM_DSTR",),
+        "bdgs": ("FACT_BDGS",),
+        "awrd": ("FACT_BDGS",),
+        "cmnt": ("FACT_CMNT",),
+        "txt": ("FACT_CMNT",),
+    }
 
 
 def test_a_question_word_finds_the_table_its_short_form_names() -> None:
@@ -42,6 +49,8 @@ def test_a_question_word_finds_the_table_its_short_form_names() -> None:
     words = ["which", "district", "has", "the", "most", "badges", "and", "comments", "by", "the", "user"]
     found = shortened_names(words, lexicon, load_thesaurus())
     assert found == {"district": ["DIM_DSTR"], "badges": ["FACT_BDGS"], "comments": ["FACT_CMNT"]}
+    # ... and a column's form its table: "awarded" -> `AWRD_DT`.
+    assert shortened_names(["awarded"], lexicon, load_thesaurus()) == {"awarded": ["FACT_BDGS"]}
     # The singular finds the plural form through its plural ("badge" -> badges -> `bdgs`).
     assert shortened_names(["badge"], lexicon, load_thesaurus()) == {"badge": ["FACT_BDGS"]}
     # A word no form shortens, a stopword, a short word: nothing.
@@ -66,7 +75,7 @@ def test_a_table_whose_name_the_index_cannot_read_is_never_flagged_with_high_con
     shipped = DirectiveSettings().model
     sure = DirectiveModel(replace(shipped.with_knowledge, high=1.0), replace(shipped.without_knowledge, high=1.0))
     settings = DirectiveSettings(model=sure)
-    scored = score_tables("List the department names", "", catalog, index, None, settings)
+    scored = score_tables("How many departments are there?", "", catalog, index, None, settings)
     assert not scored.account.unread
     directives = decide_directives(scored, settings)
     tiers = {d.table: d.tier for d in directives.irrelevant}

@@ -132,8 +132,10 @@ def _score_tables(
         synonym_groups = tables_named(related, lexicon)
         # ... and each run of its words with the schema's words for its phrases: "vessels (ship)".
         searches[1:] = [with_schema_words(unit, related) for unit in searches[1:]]
-    # A word a table's name writes in short names that table as a synonym does ("district" for `DIM_DSTR`).
+    # A word a table's name (or a column's) writes in short names that table as a synonym does ("district" for
+    # `DIM_DSTR`); a form more than `holders` tables share says no table, and explains no word.
     short = shortened_names([*asked.words, *word_tokens(text)], lexicon, load_thesaurus())
+    short = {word: tables for word, tables in short.items() if len(tables) <= settings.holders}
     for word, tables in short.items():
         synonym_groups.setdefault(word, tables)
     if found:

@@ -1,5 +1,6 @@
-"""Tables named in short: a question word that a word of a table's name shortens ("district" for `DIM_DSTR`,
-"badge" for `FACT_BDGS`), where neither the project's list nor the schema itself spells the form out."""
+"""Tables named in short: a question word that a word of a table's or column's name shortens ("district" for
+`DIM_DSTR`, "badge" for `FACT_BDGS`, "language" for `FRGN.LNG`), where neither the project's list nor the schema
+itself spells the form out."""
 
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ _FORM_LETTERS = (3, 5)
 
 @per_object(limit=16)
 def short_forms(lexicon: Lexicon) -> dict[str, dict[str, tuple[str, ...]]]:
-    """First letter -> form -> tables: the words of table names of 3 to 5 letters that are no English word, no
-    form of the list and no layer or key word (`DIM_DSTR` -> `dstr`), by first letter (a question word is
-    compared with the forms of its own letter only). The same for every question on a schema, so kept."""
+    """First letter -> form -> tables: the words of table and column names of 3 to 5 letters that are no English
+    word, no form of the list and no layer or key word (`DIM_DSTR` -> `dstr`, `LNG_CD` -> `lng`), by first letter
+    (a question word is compared with the forms of its own letter only). The same for every question on a
+    schema, so kept."""
     low, high = _FORM_LETTERS
     found: dict[str, set[str]] = {}
-    for table in lexicon.tables:
-        for part in split_identifier(table.rsplit(".", 1)[-1]):
+    names = [(t, t.rsplit(".", 1)[-1]) for t in lexicon.tables] + sorted(lexicon.visible)
+    for table, name in names:
+        for part in split_identifier(name):
             if not (low <= len(part) <= high and part.isalpha()) or part in ABBREVIATIONS:
                 continue
             if part in ENGLISH_WORDS or stem(part) in ENGLISH_WORDS or part in LAYER_WORDS or part in KEY_WORDS:
@@ -38,8 +41,8 @@ def short_forms(lexicon: Lexicon) -> dict[str, dict[str, tuple[str, ...]]]:
 
 
 def shortened_names(words: Iterable[str], lexicon: Lexicon, thesaurus: Thesaurus | None) -> dict[str, list[str]]:
-    """Per word (of the question and its knowledge, as written), the tables whose names shorten it, its noun
-    lemma or their plural: "districts" -> `DIM_DSTR`, "badge" -> `FACT_BDGS` (badges)."""
+    """Per word (of the question and its knowledge, as written), the tables whose names or columns' names shorten
+    it, its noun lemma or their plural: "districts" -> `DIM_DSTR`, "badge" -> `FACT_BDGS` (badges)."""
     forms = short_forms(lexicon)
     if not forms:
         return {}
@@ -69,7 +72,7 @@ def _plural(word: str) -> str:
 
 @per_object(limit=16)
 def named_in_short(lexicon: Lexicon) -> frozenset[str]:
-    """The tables whose names have a word the index cannot read (a form no list or schema spells out): a
-    question may name them in words the index does not connect to them, so they are never flagged with `high`
-    confidence."""
+    """The tables whose names or columns' names have a word the index cannot read (a form no list or schema spells
+    out): a question may name them in words the index does not connect to them, so they are never flagged with
+    `high` confidence."""
     return frozenset(t for forms in short_forms(lexicon).values() for tables in forms.values() for t in tables)
