@@ -164,7 +164,8 @@ class Database:
         """What identifies the schema now: the file's identity (for a file) and the engine's fingerprint."""
         with self.session(timeout_s) as cursor:
             # The pool checked the file as it handed out this connection: its identity is the current one.
-            return (getattr(self.pool, "identity", None), self.engine.schema_fingerprint(cursor))
+            fingerprint = self.engine.schema_fingerprint(cursor, self.settings.reading.schemas)
+            return (getattr(self.pool, "identity", None), fingerprint)
 
     def run(
         self,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from sophrosyne.directives.moderator import Moderator
     from sophrosyne.engines.ssh import SSH
     from sophrosyne.engines.tls import TLS
+    from sophrosyne.schema.join_checks import JoinInference
 
 logger = logging.getLogger("sophrosyne.environment")
 # How long close waits for background work (which then stops at its next statement); threads are daemons.
@@ -288,6 +289,9 @@ class Environment:
                 return
             self._closed = True
             views = [self, *self._role_envs.values()]
+        for env in views:
+            if env._moderator is not None:
+                env._moderator.stopped = True  # its background join checks stop before the database closes
         self.db.close()
         for env in views:
             env._closed = True
@@ -335,6 +339,12 @@ class Environment:
         for join in prepared.joins.joins:
             by_table.setdefault(join.table, []).append(join.as_foreign_key())
         return by_table
+
+    def complete_joins(self) -> JoinInference:
+        """Check by their values every inferred join that `join_inference_s` left unchecked, and save them in
+        the cache folder for the next start (`sophrosyne index` does this; a server does it after a first
+        answer, in the background)."""
+        return self.moderator.complete_joins()
 
     # -- the one secured path (sql/secure.py) --------------------------------------------------------------
 

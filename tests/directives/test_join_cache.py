@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sophrosyne.directives.prepared import prepare_schema
+from sophrosyne.directives.prepared import complete_joins, prepare_schema
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
-from sophrosyne.schema.joins import JoinInference
+from sophrosyne.schema.join_checks import JoinInference
 
 
 class Data:
@@ -92,16 +92,38 @@ def test_names_only_and_checked_inference_are_kept_apart(tmp_path: Path) -> None
     assert checked.confirmed == 1 and data.reads > 0
 
 
-def test_an_inference_cut_by_its_budget_is_not_saved_and_a_damaged_entry_is_redone(tmp_path: Path) -> None:
+def test_an_inference_cut_by_its_budget_is_saved_and_completed_later_not_redone(tmp_path: Path) -> None:
     data = Data()
     cut = prepare_schema(shop(), data.sample, data.probe, budget_s=-1.0, cache_dir=tmp_path).joins
-    assert not cut.complete and cut.unchecked == 1
-    assert not list((tmp_path / "joins").glob("*.json"))
+    assert not cut.complete and cut.unchecked == 1 and cut.pending == [0] and data.reads == 0
+    # The next start reads the cut inference as it was saved: no candidate found again, no value read.
+    again = prepare(shop(), data, tmp_path)
+    assert again == cut and data.reads == 0
+    # Completed later (after a first answer, or by `sophrosyne index`), and saved for the start after.
+    done = complete_joins(shop(), data.sample, data.probe, tmp_path)
+    assert done.complete and done.confirmed == 1 and data.reads == 2
+    data.reads = 0
+    assert prepare(shop(), data, tmp_path) == done and data.reads == 0
+
+
+def test_a_completion_the_database_stopped_saves_nothing_it_did_not_check(tmp_path: Path) -> None:
+    data = Data()
+    prepare_schema(shop(), data.sample, data.probe, budget_s=-1.0, cache_dir=tmp_path)
+    stopped = complete_joins(shop(), data.sample, data.probe, tmp_path, stop=lambda: True)
+    assert not stopped.complete and data.reads == 0
+    assert prepare(shop(), data, tmp_path).pending == [0]
+
+
+def test_a_damaged_entry_is_redone(tmp_path: Path) -> None:
+    data = Data()
     prepare(shop(), data, tmp_path)
     (entry,) = (tmp_path / "joins").glob("*.json")
-    assert json.loads(entry.read_text())["confirmed"] == 1
-    entry.write_text("{not json")
-    data.reads = 0
-    assert joined(prepare(shop(), data, tmp_path)) == {("orders", "customer_id", "customers")}
-    assert data.reads > 0
-    assert json.loads(entry.read_text())["confirmed"] == 1
+    saved = json.loads(entry.read_text())
+    assert saved["confirmed"] == 1 and saved["pending"] == []
+    # Not JSON; JSON of another shape; a pending candidate that is not one of the saved joins.
+    for damaged in ("{not json", "[1, 2]", json.dumps({**saved, "pending": [5]}), json.dumps({**saved, "joins": 1})):
+        entry.write_text(damaged)
+        data.reads = 0
+        assert joined(prepare(shop(), data, tmp_path)) == {("orders", "customer_id", "customers")}
+        assert data.reads > 0
+        assert json.loads(entry.read_text())["confirmed"] == 1

@@ -285,6 +285,8 @@ def test_the_index_command_builds_what_a_server_loads_with_shards_and_undeclared
     done = CliRunner().invoke(app, ["index", str(path)], env={"SOPHROSYNE_CACHE_DIR": str(cache), "COLUMNS": "200"})
     assert done.exit_code == 0, done.output
     assert "of 6 tables" in done.output
+    # The joins a server would infer within its budget, checked to the end by the command and saved.
+    assert "inferred 1 join the schema does not declare: 1 confirmed by values" in done.output
     env = Environment.open(path, settings=Settings(cache_dir=cache))
     try:
         listed = env.list_tables(question="Which kinds of events did Ada have?")
@@ -292,6 +294,8 @@ def test_the_index_command_builds_what_a_server_loads_with_shards_and_undeclared
         # Loaded, not built: the server's directives index the folded catalog, with joins it infers, and the
         # command built exactly that one.
         assert env.moderator.index.build_s == 0.0
+        joins = env.moderator.prepared.joins
+        assert joins.complete and joins.confirmed == 1 and len(list((cache / "joins").iterdir())) == 1
         assert len(list((cache / "schema").iterdir())) == 1
     finally:
         env.close()

@@ -15,7 +15,8 @@ from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.environment import Environment
 from sophrosyne.index import SchemaIndex
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
-from sophrosyne.schema.joins import candidate_joins, infer_joins, with_joins, without_keys
+from sophrosyne.schema.join_checks import infer_joins
+from sophrosyne.schema.joins import candidate_joins, with_joins, without_keys
 from sophrosyne.settings import Settings
 
 
@@ -43,6 +44,22 @@ def test_x_id_joins_the_table_named_x_by_its_id_or_its_x_id() -> None:
     assert ("orders", "customer_id", "customers", "id") in found
     assert ("orders", "product_id", "products", "product_id") in found
     assert not [p for p in found if p[1] == "amount"]
+
+
+def test_a_column_naming_many_equally_likely_tables_joins_only_those_of_its_domain_or_none() -> None:
+    assets = [Table(f"{domain}_asset", cols("id", "label:TEXT")) for domain in ("sales", "hr", "ops", "legal")]
+    appointment = Table("billing_appointment_eu", cols("id", "asset_id"))
+    # Four `*_asset` tables, none of billing: the name does not say which one (more than MAX_TIED_TARGETS tie).
+    assert not [p for p in pairs(catalog(appointment, *assets)) if p[0] == "billing_appointment_eu"]
+    # With billing's own `billing_asset` among them, that one.
+    billing = Table("billing_asset", cols("id", "label:TEXT"))
+    found = [p for p in pairs(catalog(appointment, billing, *assets)) if p[0] == "billing_appointment_eu"]
+    assert found == [("billing_appointment_eu", "asset_id", "billing_asset", "id")]
+    # A schema says the domain of a qualified name; and a few candidates are all kept.
+    schemas = [Table(f"{s}.asset", cols("id", "label:TEXT")) for s in ("sales", "hr", "ops", "billing")]
+    found = [p for p in pairs(catalog(Table("billing.visit", cols("id", "asset_id")), *schemas)) if p[1] == "asset_id"]
+    assert found == [("billing.visit", "asset_id", "billing.asset", "id")]
+    assert len([p for p in pairs(catalog(appointment, *assets[:3])) if p[0] == "billing_appointment_eu"]) == 3
 
 
 def test_warehouse_naming_prefixes_roles_and_camel_case() -> None:
@@ -144,6 +161,26 @@ def test_tools_show_inferred_joins_confirmed_through_the_secured_path(shop_witho
     assert listed["orders"] == ["customer_id -> customers.id (inferred, 0.95)"]
     joins = env.moderator.prepared.joins
     assert (joins.confirmed, joins.rejected) == (1, 1)
+
+
+def test_joins_a_budget_cut_are_checked_after_a_first_answer_and_read_so_by_the_next_start(
+    shop_without_keys: Path, tmp_path: Path
+) -> None:
+    settings = Settings(cache_dir=tmp_path / "cache", join_inference_s=1e-9)  # no time to check any
+    env = Environment.open(shop_without_keys, settings=settings)
+    try:
+        env.list_tables(question="Which customers ordered the most?")
+        first = env.moderator.prepared.joins
+        assert not first.complete and first.confirmed == 0
+        done = env.moderator._more_joins.wait(30.0)  # started after the answer, in the background
+        assert done is not None and done.complete and (done.confirmed, done.rejected) == (1, 1)
+    finally:
+        env.close()
+    again = Environment.open(shop_without_keys, settings=settings)
+    try:
+        assert again.moderator.prepared.joins == done  # read, not inferred again within its 1e-9 s
+    finally:
+        again.close()
 
 
 def test_directives_bridge_through_inferred_joins() -> None:

@@ -133,3 +133,34 @@ def test_duckdb_schemas_other_than_main_are_qualified(tmp_path: Path) -> None:
         assert env.describe_table("archive.orders").sampled_rows == 1
     with opened(str(path), settings=Settings(schemas="search_path")) as env:
         assert {t.name for t in env.list_tables().tables} == {"orders"}
+
+
+@pytest.mark.engine
+def test_the_postgresql_fingerprint_follows_the_schemas_the_catalog_reads_and_no_other() -> None:
+    import psycopg
+
+    from sophrosyne.database import open_database
+
+    with postgres_schema("joins_fp") as url, psycopg.connect(PG_DSN, autocommit=True) as admin:
+        own = url.rsplit("%3D", 1)[1]
+        # Another schema, whose name would end a quoted string: it is matched as a name, never read as SQL.
+        other = unique_name("joins_other") + "') OR ('x'='x"
+        admin.execute(f'CREATE SCHEMA "{other}"')
+        sources = {
+            setting: open_database(url, Settings(schemas=setting))
+            for setting in ("search_path", own, f"{own},{other}", "*")
+        }
+        try:
+            before = {setting: db.fingerprint(10.0) for setting, db in sources.items()}
+            admin.execute(f'CREATE TABLE "{other}".made_elsewhere (id INTEGER)')
+            after = {setting: db.fingerprint(10.0) for setting, db in sources.items()}
+            # A source that does not read the other schema keeps its fingerprint; one that reads it sees it.
+            assert after["search_path"] == before["search_path"] and after[own] == before[own]
+            assert after[f"{own},{other}"] != before[f"{own},{other}"]
+            assert after["*"] != before["*"]
+            admin.execute(f'CREATE TABLE "{own}".made_here (id INTEGER)')
+            assert all(db.fingerprint(10.0) != after[setting] for setting, db in sources.items())
+        finally:
+            for db in sources.values():
+                db.close()
+            admin.execute(f'DROP SCHEMA "{other}" CASCADE')

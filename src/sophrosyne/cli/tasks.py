@@ -136,7 +136,8 @@ def index(
 ) -> None:
     """Build the offline index (BM25 + embeddings over columns, distinct values) in the cache folder.
 
-    The index is keyed by a hash of the schema and descriptions: it is reused while they are unchanged.
+    The index is keyed by a hash of the schema and descriptions: it is reused while they are unchanged. The
+    joins the schema does not declare are inferred from names and each checked by its values, to the end.
 
     Example: sophrosyne index ../shared/datasets/bird_dev/dev_databases/superhero/superhero.sqlite
     --descriptions ../shared/datasets/bird_dev/dev_databases/superhero/database_description
@@ -167,3 +168,6 @@ def index(
             + (f" and {counted(report.values, 'distinct value')}" if report.values is not None else "")
             + f" in {report.seconds:.2f} s -> {escape(str(report.folder))}"
         )
+        # The joins a server infers within `join_inference_s` at each start, checked here to the end and saved.
+        joins = open_env(db, config, descriptions).complete_joins()
+        console.print(f"inferred {counted(len(joins.joins), 'join')} the schema does not declare: {escape(joins.note)}")

@@ -18,7 +18,7 @@ from sophrosyne.directives import (
     oracle_directives,
     score_tables,
 )
-from sophrosyne.directives.prepared import PreparedSchema, prepare_schema
+from sophrosyne.directives.prepared import PreparedSchema, complete_joins, prepare_schema
 from sophrosyne.directives.scoring import warm
 from sophrosyne.errors import ConfigError, NotReady, QueryTimeout
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
@@ -26,7 +26,7 @@ from sophrosyne.index.cache import clean_stale, reason, tell_once, unavailable
 from sophrosyne.index.embedders import embedder_named
 from sophrosyne.index.values import values_path
 from sophrosyne.schema.catalog import Catalog
-from sophrosyne.schema.joins import Probe
+from sophrosyne.schema.join_checks import JoinInference, Probe
 from sophrosyne.settings import Settings
 from sophrosyne.tools.list_sources import SourceRelevance
 from sophrosyne.tools.list_tables import Directive
@@ -71,6 +71,9 @@ class Moderator:
         self._prepared = Background(self._prepare, "sophrosyne-joins")
         self._index = Background(self._build_index, "sophrosyne-index")
         self._values = Background(self._load_values, "sophrosyne-values")
+        # The join checks a start's time budget cut, continued after a first answer for the next start.
+        self._more_joins = Background(self.complete_joins, "sophrosyne-joins-rest")
+        self.stopped = False  # the database is closing: background work stops at its next read
 
     @property
     def prepared(self) -> PreparedSchema:
@@ -84,6 +87,21 @@ class Moderator:
         cache = self.settings.paths.cache_dir if self.shared else None
         return prepare_schema(
             self.catalog, self.fetch, self.probe, budget_s=self.settings.reading.join_inference_s, cache_dir=cache
+        )
+
+    def complete_joins(self) -> JoinInference:
+        """Check every join candidate that the saved inference of this schema left unchecked (its time budget
+        cut it), saving as it goes, so that the next start reads them checked; a restricted role's joins are
+        its own and never saved: they are inferred within the budget instead."""
+        if not self.shared or self.probe is None:
+            return self.prepared.joins
+        return complete_joins(
+            self.catalog,
+            self.fetch,
+            self.probe,
+            self.settings.paths.cache_dir,
+            slice_s=self.settings.reading.join_inference_s,
+            stop=lambda: self.stopped,
         )
 
     def _build_index(self) -> SchemaIndex:
@@ -197,6 +215,8 @@ class Moderator:
                     hint="Ask with a shorter question or knowledge.",
                 )
             computed = result
+            if not prepared.joins.complete and self.shared:
+                self._more_joins.start()  # after the answer's work, for the next start
         given = [Directive(table=d.table, reason=d.reason, confidence=d.tier) for d in computed.irrelevant]
         # A unit (a shard group) is named once, but any of its tables earns the reminder.
         self.given = {t.lower(): g for d, g in zip(computed.irrelevant, given, strict=True) for t in d.tables}

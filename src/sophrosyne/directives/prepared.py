@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from sophrosyne.directives.units import Units, fold_units
 from sophrosyne.index.cache import joins_path, read_json, write_json
 from sophrosyne.schema.catalog import Catalog
-from sophrosyne.schema.joins import JoinInference, Probe, Sample, infer_joins, joins_key, with_joins
+from sophrosyne.schema.join_checks import JoinInference, Probe, Sample, infer_joins, joins_key, resume_joins
+from sophrosyne.schema.joins import with_joins
 
 
 @dataclass
@@ -32,7 +34,8 @@ def prepare_schema(
     `probe` reach the data) and add them to the catalog as inferred foreign keys.
 
     With `cache_dir`, an inference is saved under a key of what it read (`joins_key`) and reused by the next
-    start on the same schema; one cut by its time budget is not saved, so a later start may check the rest."""
+    start on the same schema, one cut by its time budget too (with what it has not checked yet, on names
+    alone): `complete_joins` checks the rest later, and saves it for the start after."""
     units = fold_units(catalog)
     if not infer:
         joins = JoinInference(note="not inferred")
@@ -47,13 +50,47 @@ def _cached_joins(
     catalog: Catalog, sample: Sample | None, probe: Probe | None, budget_s: float, cache_dir: Path
 ) -> JoinInference:
     path = joins_path(cache_dir, joins_key(catalog, checked=sample is not None and probe is not None))
-    saved = read_json(path)
+    saved = _read(path)
     if saved is not None:
-        try:
-            return JoinInference.from_dict(saved)
-        except (KeyError, TypeError, ValueError):
-            pass  # a damaged entry is inferred again and overwritten
+        return saved
     joins = infer_joins(catalog, sample, probe, budget_s)
-    if joins.complete:
+    write_json(path, joins.as_dict())
+    return joins
+
+
+def _read(path: Path) -> JoinInference | None:
+    data = read_json(path)
+    if not isinstance(data, dict):
+        return None
+    try:
+        return JoinInference.from_dict(data)
+    except (KeyError, TypeError, ValueError):
+        return None  # a damaged entry is inferred again and overwritten
+
+
+def complete_joins(
+    catalog: Catalog,
+    sample: Sample,
+    probe: Probe,
+    cache_dir: Path,
+    slice_s: float = 5.0,
+    stop: Callable[[], bool] | None = None,
+) -> JoinInference:
+    """Check what the saved inference of this schema left unchecked, `slice_s` at a time, saving after each
+    slice, until every candidate is checked or `stop()` says so (a slice that `stop` cut is not saved: its
+    reads may have failed because the database closed). Infers first when nothing is saved."""
+    catalog = fold_units(catalog).catalog
+    path = joins_path(cache_dir, joins_key(catalog, checked=True))
+    joins = _read(path)
+    if joins is None:
+        joins = infer_joins(catalog, sample, probe, slice_s, stop=stop)
+        if stop is not None and stop():
+            return joins
+        write_json(path, joins.as_dict())
+    while not joins.complete:
+        more = resume_joins(joins, sample, probe, slice_s, stop=stop, at_least=1)
+        if stop is not None and stop():
+            break
+        joins = more
         write_json(path, joins.as_dict())
     return joins

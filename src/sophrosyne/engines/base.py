@@ -175,8 +175,9 @@ class Engine:
         """The schemas on the search path (their tables go by plain name), then the other readable ones."""
         return [None], []
 
-    def schema_fingerprint(self, cursor: Cursor) -> object:
-        """Something cheap to read that changes whenever a table or column is added, dropped or changed."""
+    def schema_fingerprint(self, cursor: Cursor, schemas: str | None) -> object:
+        """Something cheap to read that changes whenever a table or column is added, dropped or changed in
+        the schemas the catalog reads (`schemas`: the setting of that name), and in no other."""
         return None
 
     def table_parents(self, cursor: Cursor) -> list[tuple[str, str, str, str]]:

@@ -9,7 +9,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne.base import deadline
-from sophrosyne.engines.base import CatalogSource, Engine
+from sophrosyne.engines.base import CatalogSource, Cursor, Engine
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.schema.catalog import Catalog, Table, table_ref
 
@@ -35,6 +35,18 @@ def wanted_schemas(setting: str | None) -> set[str] | None:
     if setting is None or setting.strip() == "*":
         return None
     return {s.strip().lower() for s in setting.split(",") if s.strip()}
+
+
+def read_schemas(engine: Engine, cursor: Cursor, setting: str | None) -> tuple[list[str | None], list[str]]:
+    """The schemas a server's catalog reads, by the `schemas` setting: those of the search path (their tables
+    by plain name), then the other readable ones. The catalog and the schema's fingerprint read the same."""
+    path, others = engine.schemas(cursor)
+    wanted = wanted_schemas(setting)
+    if wanted is not None:
+        others = [s for s in others if s.lower() in wanted]
+        if "search_path" not in wanted:
+            path = [s for s in path if s is None or s.lower() in wanted]
+    return path, others
 
 
 def path_first(item: tuple[str, Table]) -> tuple[bool, str]:

@@ -77,7 +77,7 @@ class DuckDB(FileEngine):
             scanned = {m.split(".")[-1].lower() for m in re.findall(r"Table: ([^\s│]+)", text)}
         return lines, scanned
 
-    def schema_fingerprint(self, cursor: Cursor) -> object:
+    def schema_fingerprint(self, cursor: Cursor, schemas: str | None) -> object:
         cursor.execute(
             "SELECT count(*), sum(hash(schema_name || '.' || table_name || '.' || column_name || ':' || data_type)) "
             "FROM duckdb_columns() WHERE database_name = current_database()"

@@ -157,7 +157,7 @@ class MySQL(ServerEngine):
         )
         return [(str(t), str(c)) for t, c in cursor.fetchall()]
 
-    def schema_fingerprint(self, cursor: Cursor) -> object:
+    def schema_fingerprint(self, cursor: Cursor, schemas: str | None) -> object:
         cursor.execute(
             "SELECT COUNT(*), SUM(CRC32(CONCAT_WS('.', table_name, column_name, column_type))) "
             "FROM information_schema.columns WHERE table_schema = DATABASE()"

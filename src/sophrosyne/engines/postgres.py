@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sophrosyne.engines.base import CONNECT_TIMEOUT_S, Cursor, Row
+from sophrosyne.engines.catalogs import read_schemas
 from sophrosyne.engines.servers import ServerEngine
 
 if TYPE_CHECKING:
@@ -160,17 +161,24 @@ class PostgreSQL(ServerEngine):
         )
         return [(str(a), str(b), str(c), str(d)) for a, b, c, d in cursor.fetchall()]
 
-    def schema_fingerprint(self, cursor: Cursor) -> object:
-        # One pass over the columns of user tables: a new, dropped or renamed table or column, or a changed
-        # type, changes the sum; statistics and data do not.
+    def schema_fingerprint(self, cursor: Cursor, schemas: str | None) -> object:
+        # One pass over the columns of the tables of the schemas the catalog reads, and no other (a table made
+        # in a schema it does not read is no reason to read it again): a new, dropped or renamed table or
+        # column, or a changed type, changes the sum; statistics and data do not. Each schema's name goes in
+        # as hex, so no name is ever read as SQL.
+        path, others = read_schemas(self, cursor, schemas)
+        names = sorted({s for s in [*path, *others] if s is not None})
+        if not names:
+            return ()
+        listed = ", ".join(f"convert_from(decode('{name.encode().hex()}', 'hex'), 'UTF8')" for name in names)
         cursor.execute(
             "SELECT count(*), sum(hashtext(n.nspname || '.' || c.relname || '.' || a.attname || ':' "
             "|| a.atttypid::text)) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            f"WHERE {_PG_USER_SCHEMAS} AND a.attnum > 0 AND NOT a.attisdropped "
+            f"WHERE n.nspname::text IN ({listed}) AND a.attnum > 0 AND NOT a.attisdropped "
             "AND c.relkind IN ('r', 'v', 'm', 'p', 'f')"
         )
-        return tuple(cursor.fetchone() or ())
+        return (tuple(path), tuple(others), *(cursor.fetchone() or ()))
 
 
 # Statements DECLARE takes (a query); EXPLAIN and the like are run as they are.

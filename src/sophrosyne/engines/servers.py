@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sophrosyne.base import deadline
 from sophrosyne.engines.base import CONNECT_TIMEOUT_S, CatalogSource, Engine
-from sophrosyne.engines.catalogs import path_first, read_timeout, wanted_schemas
+from sophrosyne.engines.catalogs import path_first, read_schemas, read_timeout
 from sophrosyne.errors import ConfigError, ConnectionFailed
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
@@ -114,14 +114,9 @@ def read_inspected(engine: ServerEngine, source: CatalogSource, server: SQLAlche
     # A session first: a server that cannot be reached is told as such (the inspector connects on its own,
     # and would raise the driver's error untranslated).
     with source.session(read_timeout(source)) as cursor:
-        path, others = engine.schemas(cursor)
+        path, others = read_schemas(engine, cursor, source.schemas)
         inherits = engine.table_parents(cursor)
     inspector = sa.inspect(server)
-    wanted = wanted_schemas(source.schemas)
-    if wanted is not None:
-        others = [s for s in others if s.lower() in wanted]
-        if "search_path" not in wanted:
-            path = [s for s in path if s is None or s.lower() in wanted]
     tables: dict[str, Table] = {}
     keys: dict[tuple[str | None, str], str] = {}  # (schema, name) -> the catalog's name for it
     for position, schema in enumerate([*path, *others]):

@@ -96,7 +96,7 @@ class Spark(ServerEngine):
         cursor.execute("SHOW DATABASES")
         return [current], sorted(str(r[0]) for r in cursor.fetchall() if str(r[0]) != current)
 
-    def schema_fingerprint(self, cursor: Cursor) -> object:
+    def schema_fingerprint(self, cursor: Cursor, schemas: str | None) -> object:
         # Tables and views of the current database: one cheap catalog call (no column list is cheap).
         cursor.execute("SHOW TABLES")
         return tuple(sorted(str(r[1]) for r in cursor.fetchall()))

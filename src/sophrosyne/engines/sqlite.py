@@ -118,7 +118,7 @@ class SQLite(FileEngine):
         )
         return leads + [(str(t), str(c)) for t, c in cursor.fetchall()]
 
-    def schema_fingerprint(self, cursor: Cursor) -> object:
+    def schema_fingerprint(self, cursor: Cursor, schemas: str | None) -> object:
         cursor.execute("PRAGMA schema_version")  # bumped by SQLite on every schema change
         return tuple(cursor.fetchone() or ())
 

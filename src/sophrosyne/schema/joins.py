@@ -1,21 +1,13 @@
-"""Join inference where keys are missing: candidates from names and types, confirmed by value inclusion."""
+"""Join candidates where keys are missing, from names and types (checked by values in `schema/join_checks.py`)."""
 
 from __future__ import annotations
 
-import hashlib
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
 
 from sophrosyne.base.words import split_identifier, stem
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
-
-Sample = Callable[[str, str, int], list[Any]]
-"""sample(table, column, limit): distinct non-null values of a column, read through the secured path."""
-Probe = Callable[[str, str, list[Any]], set[Any]]
-"""probe(table, column, values): which of `values` the column holds, read through the secured path."""
 
 # The last word of a column that makes it a key: `customer_id`, `CustomerKey`, `dept_no`, `state_cd`, `Sku`.
 KEY_WORDS = frozenset({"id", "key", "code", "cd", "no", "num", "nbr", "number", "sk", "uuid", "guid", "sku"})
@@ -23,7 +15,9 @@ KEY_WORDS = frozenset({"id", "key", "code", "cd", "no", "num", "nbr", "number", 
 _GENERIC = frozenset({"id", "key", "code", "no", "num", "number", "type", "status", "name"})
 _PREFIXES = frozenset({"dim", "fact", "fct", "tbl", "ref", "lkp", "lu", "stg", "raw", "src", "d", "f", "t"})
 MAX_SHARED_HOLDERS = 8  # a key name held by more tables than this is too common to join them all pairwise
-JOINS_VERSION = 1  # bumped when inference changes what it finds: a saved inference of another version is redone
+# A column that names more equally likely tables than this, none of them in its own schema or domain, names
+# none for sure: `asset_id` beside 30 `<domain>_asset` tables is no join (see `_unambiguous`).
+MAX_TIED_TARGETS = 3
 
 
 @dataclass(frozen=True)
@@ -41,54 +35,6 @@ class InferredJoin:
         return ForeignKey(
             list(self.columns), self.ref_table, list(self.ref_columns), inferred=True, confidence=self.confidence
         )
-
-
-@dataclass
-class JoinInference:
-    """The inferred joins of a catalog, and what they rest on (names only, or values too)."""
-
-    joins: list[InferredJoin] = field(default_factory=list)
-    confirmed: int = 0  # joins whose values were checked and found
-    rejected: int = 0  # candidates whose values were checked and not found
-    unchecked: int = 0  # candidates left on names alone (no data reachable, or out of time)
-    note: str = ""
-    complete: bool = True  # False when the time budget ran out before every candidate was checked
-
-    def as_dict(self) -> dict[str, Any]:
-        """The inference as JSON data, for the cache (`from_dict` reads it back)."""
-        joins = [
-            [j.table, list(j.columns), j.ref_table, list(j.ref_columns), j.confidence, j.evidence] for j in self.joins
-        ]
-        counts = {"confirmed": self.confirmed, "rejected": self.rejected, "unchecked": self.unchecked}
-        return {"joins": joins, **counts, "note": self.note, "complete": self.complete}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> JoinInference:
-        joins = [
-            InferredJoin(t, tuple(c), r, tuple(rc), float(conf), str(ev)) for t, c, r, rc, conf, ev in data["joins"]
-        ]
-        return cls(
-            joins,
-            int(data["confirmed"]),
-            int(data["rejected"]),
-            int(data["unchecked"]),
-            str(data["note"]),
-            bool(data["complete"]),
-        )
-
-
-def joins_key(catalog: Catalog, checked: bool, sample_size: int = 50) -> str:
-    """A hash of everything join inference reads: each table's name and kind, its columns (name, type, key)
-    in their order, its primary and foreign keys, in catalog order (among equally sure candidates the first
-    found wins); and whether values were checked. A table or column added, a type changed or a key declared
-    changes it, so a saved inference is never reused for another schema (data changes do not: as for the value
-    index, `sophrosyne index --rebuild` reads them again)."""
-    digest = hashlib.sha256(repr((JOINS_VERSION, checked, sample_size)).encode())
-    for t in catalog.tables.values():
-        columns = [(c.name, c.type, c.primary_key) for c in t.columns]
-        keys = [(fk.columns, fk.ref_table, fk.ref_columns, fk.inferred) for fk in t.foreign_keys]
-        digest.update(repr((t.name, t.kind, columns, t.primary_key, keys)).encode())
-    return digest.hexdigest()
 
 
 @lru_cache(maxsize=4096)
@@ -264,6 +210,7 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
     owned = {(j.table, j.columns[0].lower()) for j in found.values()} | {
         (j.ref_table, j.ref_columns[0].lower()) for j in found.values()
     }
+    found = {(j.table, j.columns[0].lower(), j.ref_table): j for j in _unambiguous(list(found.values()))}
     for name, held in holders.items():
         words = split_identifier(held[0][1].name)
         if len(held) < 2 or len(held) > MAX_SHARED_HOLDERS or name in _GENERIC:
@@ -304,62 +251,38 @@ def _named_after(
             return
 
 
+def _domain(table: str) -> str:
+    """What a table's name says it belongs to: its schema (`sales.orders`), else its first word that is no
+    warehouse prefix (`billing_appointment_eu` -> `billing`, `dim_sales_customer` -> `sales`)."""
+    if "." in table:
+        return table.rsplit(".", 1)[0].lower()
+    words = [w for w in split_identifier(table) if w not in _PREFIXES]
+    return words[0] if words else ""
+
+
+def _unambiguous(joins: list[InferredJoin]) -> list[InferredJoin]:
+    """A column's candidates where they are few (at most MAX_TIED_TARGETS); where they are more, only the
+    likeliest, if few; else only those of the column's own schema or domain, if few; else none: a name that
+    fits many tables equally well does not say which one it joins."""
+    by_source: dict[tuple[str, str], list[InferredJoin]] = {}
+    for join in joins:
+        by_source.setdefault((join.table, join.columns[0].lower()), []).append(join)
+    kept: list[InferredJoin] = []
+    for (table, _), candidates in by_source.items():
+        if len(candidates) > MAX_TIED_TARGETS:
+            best = max(j.confidence for j in candidates)
+            candidates = [j for j in candidates if j.confidence == best]
+        if len(candidates) > MAX_TIED_TARGETS:
+            domain = _domain(table)
+            candidates = [j for j in candidates if _domain(j.ref_table) == domain]
+        if len(candidates) <= MAX_TIED_TARGETS:
+            kept += candidates
+    return kept
+
+
 def _key_column(columns: dict[tuple[str, ...], Column], key_word: str) -> Column | None:
     """The plain key of a table a `<entity>_<key>` column points at: the same key word, else `id` or `key`."""
     return columns.get((key_word,)) or columns.get(("id",)) or columns.get(("key",))
-
-
-def infer_joins(
-    catalog: Catalog,
-    sample: Sample | None = None,
-    probe: Probe | None = None,
-    budget_s: float = 5.0,
-    sample_size: int = 50,
-) -> JoinInference:
-    """Candidates from names and types; with `sample` and `probe` (the secured path), each checked by value
-    inclusion, likeliest first, until `budget_s` runs out. Checked and found: confidence at least 0.95;
-    checked and mostly absent: dropped; unchecked: the confidence of the names."""
-    candidates = candidate_joins(catalog)
-    result = JoinInference()
-    if sample is None or probe is None:
-        result.joins = candidates
-        result.unchecked = len(candidates)
-        result.note = "inferred from names and types only: no data was reachable to confirm them"
-        return result
-    deadline = time.monotonic() + budget_s
-    for join in candidates:
-        if time.monotonic() > deadline:
-            result.joins.append(join)
-            result.unchecked += 1
-            result.complete = False
-            continue
-        try:
-            values = [v for v in sample(join.table, join.columns[0], sample_size) if v is not None]
-            hits = probe(join.ref_table, join.ref_columns[0], values) if values else set()
-        except Exception:  # an unreadable column leaves the candidate on its names
-            result.joins.append(join)
-            result.unchecked += 1
-            continue
-        if not values:
-            result.joins.append(join)
-            result.unchecked += 1
-            continue
-        # Compared as text: a key kept as a number in one table and as a string in the other still joins.
-        share = len({str(v) for v in hits} & {str(v) for v in values}) / len({str(v) for v in values})
-        if share >= 0.8:
-            evidence = f"values: {len(hits)} of {len(values)} sampled found"
-            result.joins.append(replace(join, confidence=max(0.95, join.confidence), evidence=evidence))
-            result.confirmed += 1
-        elif share >= 0.3:
-            result.joins.append(replace(join, confidence=round(join.confidence * 0.7, 3), evidence="values, in part"))
-            result.confirmed += 1
-        else:
-            result.rejected += 1
-    result.note = (
-        f"{result.confirmed} confirmed by values, {result.rejected} rejected, {result.unchecked} on names alone"
-        + ("" if result.complete else " (time budget reached)")
-    )
-    return result
 
 
 def with_joins(catalog: Catalog, joins: Sequence[InferredJoin], min_confidence: float = 0.5) -> Catalog:
