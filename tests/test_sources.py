@@ -14,13 +14,13 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
 from fixtures.engines import PG_DSN, build_sqlite, unique_name, unreachable
-from fixtures.serving import free_port, wait_until_ready
+from fixtures.serving import free_port, in_process, wait_until_ready
 from sophrosyne.errors import ConfigError, UnknownSource
 from sophrosyne.sources import Sources, load_sources
 from sophrosyne.sql.policy import hash_token
@@ -221,19 +221,15 @@ def check_restricted(results: list[CallToolResult]) -> None:
     assert "Lyon: 2" in text_of(values) and "Paris" not in text_of(values)
 
 
-def test_two_sources_over_stdio_with_the_roles_of_the_sources_file(sources_file: Path) -> None:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "sophrosyne", "serve", "--sources", str(sources_file), "--directives", "none"],
-        cwd=str(ROOT),
-        env={"SOPH_TEST_SHOP_PASSWORD": "", "SOPHROSYNE_CACHE_DIR": str(sources_file.parent / "cache")},
-    )
-
-    async def run() -> list[CallToolResult]:
-        async with Client(params) as client:
-            return await calls(client, ROLE_CALLS)
-
-    check_restricted(anyio.run(run))
+def test_two_sources_with_the_roles_of_the_sources_file(sources_file: Path) -> None:
+    # The server `serve --sources` builds, in-process; http_sources below serves the same file from a process.
+    settings = {
+        "SOPH_TEST_SHOP_PASSWORD": "",
+        "SOPHROSYNE_CACHE_DIR": str(sources_file.parent / "cache"),
+        "SOPHROSYNE_DIRECTIVES": "none",
+    }
+    with in_process(None, sources=sources_file, env=settings) as session:
+        check_restricted(session.portal.call(calls, session.client, ROLE_CALLS))
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""Declared tools over MCP: `sophrosyne serve` over stdio with the SDK's client, as a restricted role limited to its
-declared tools (`free_sql = false`), on SQLite and PostgreSQL (and MariaDB, with the slow tests)."""
+"""Declared tools over MCP: the server `sophrosyne serve` builds, with the SDK's client in-process, as a restricted
+role limited to its declared tools (`free_sql = false`), on SQLite and PostgreSQL (and MariaDB, with the slow
+tests); a policy that does not hold still stops a spawned server at its start."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from fixtures.declared import ABSENCES, D042, PEOPLE
 from fixtures.engines import ROWS, build_sqlite, built
 from fixtures.policies import POLICY
-from fixtures.serving import ROOT, Session, connected, stdio_params
+from fixtures.serving import ROOT, Session, in_process
 
 # The ops role runs its declared tools only: no statement of its own.
 LIMITED = POLICY.replace("[roles.ops]\n", "[roles.ops]\nfree_sql = false\n", 1)
@@ -25,10 +26,12 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     folder = tmp_path_factory.mktemp(f"declared-{request.param}")
     policy = folder / "policy.toml"
     policy.write_text(LIMITED + ABSENCES + PEOPLE)
-    with built(request.param, folder, "declared_mcp") as target:
-        arguments = (target, "--policy", str(policy), "--role", "ops")
-        with connected(stdio_params(*arguments, env={"SOPHROSYNE_SCHEMA_CHECK_S": "0"})) as opened:
-            yield opened
+    settings = {"SOPHROSYNE_SCHEMA_CHECK_S": "0"}
+    with (
+        built(request.param, folder, "declared_mcp") as target,
+        in_process(target, policy=policy, role="ops", env=settings) as opened,
+    ):
+        yield opened
 
 
 def listed(session: Session) -> dict[str, Any]:

@@ -1,5 +1,7 @@
-"""Every tool declares an output schema, and its structured content validates against it (issue 37), checked over
-stdio with the SDK's own client, for every tool the registry lists and run_python."""
+"""Every tool declares an output schema, and its structured content validates against it (issue 37), checked with
+the SDK's own client on the server `serve demo --allow-python` builds, in-process (the schemas are the server
+object's; tests/serve/test_mcp.py checks them over stdio and HTTP too), for every tool the registry lists and
+run_python."""
 
 from __future__ import annotations
 
@@ -10,14 +12,14 @@ import pytest
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from fixtures.serving import CALLS, Session, connected, stdio_params
+from fixtures.serving import CALLS, Session, in_process
 from sophrosyne.tools.registry import NAMES
 
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[Session]:
     settings = {"SOPHROSYNE_SCHEMA_CHECK_S": "0", "SOPHROSYNE_ALLOW_EXPORTS": "true"}
-    with connected(stdio_params("demo", "--allow-python", env=settings)) as opened:
+    with in_process("demo", allow_python=True, env=settings) as opened:
         yield opened
 
 
