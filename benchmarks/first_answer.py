@@ -33,16 +33,15 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 
 sys.path.insert(0, str(Path(__file__).parent))
+from growth import NOT_READY, child_pid, text_of
 from plausible_db import build_plausible
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_SERVER = Path(__file__).with_name("echo_server.py")
 QUESTION = "Which customers in the sales region paid their invoices in euros last month, and how many refunds?"
-# Words in an answer that say an index was not there yet (moderator.py's notes, NotReady, list_tables).
-NOT_READY = ("still being", "from names only", "No directives this time")
 TARGETS = {"small_over_echo_s": 0.3, "large_first_s": 2.0}
 SMALL_DOMAINS = ["sales", "billing"]  # the small database's tables, where the question's words live
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -59,27 +58,6 @@ class Server:
     call: tuple[str, dict[str, Any]]
     marker: str  # a word of its command line, to find its process
     runs: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _text(result: CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
-
-
-def _child_pid(marker: str) -> int | None:
-    """The spawned server: a child of this process whose command line holds `marker`."""
-    me = str(os.getpid())
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        parent = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
-        if parent == me and marker in cmdline:
-            return int(entry.name)
-    return None
 
 
 def _cpu_s(pid: int | None) -> float | None:
@@ -102,12 +80,12 @@ async def first_answer(server: Server, errlog: Path, limit_s: float) -> dict[str
         spawned = time.perf_counter()
         async with Client(stdio_client(params, errlog=log)) as session:
             run["initialized_s"] = round(time.perf_counter() - spawned, 3)
-            pid = _child_pid(server.marker)
+            pid = child_pid(server.marker)
             tool, arguments = server.call
             result = await session.call_tool(tool, arguments)
             run["first_s"] = round(time.perf_counter() - spawned, 3)
             run["first_cpu_s"] = _cpu_s(pid)
-            text = _text(result)
+            text = text_of(result)
             run["complete"] = _complete(result)
             if not run["complete"]:
                 run["answer"] = text[:400]
@@ -116,7 +94,7 @@ async def first_answer(server: Server, errlog: Path, limit_s: float) -> dict[str
             while not _complete(result) and time.perf_counter() - spawned < limit_s:
                 await anyio.sleep(0.25)
                 result = await session.call_tool(tool, arguments)
-                text = _text(result)
+                text = text_of(result)
             run["complete_s"] = round(time.perf_counter() - spawned, 3) if _complete(result) else None
             run["complete_cpu_s"] = _cpu_s(pid)
     run["sha"] = hashlib.sha256(DATA_TAG.sub(r"\1>", text).encode()).hexdigest()[:16]
@@ -124,7 +102,7 @@ async def first_answer(server: Server, errlog: Path, limit_s: float) -> dict[str
 
 
 def _complete(result: CallToolResult) -> bool:
-    return not result.is_error and not any(w in _text(result) for w in NOT_READY)
+    return not result.is_error and not any(w in text_of(result) for w in NOT_READY)
 
 
 async def warm_session(server: Server, errlog: Path, limit_s: float) -> bool:

@@ -44,12 +44,13 @@ CALL_LIMIT_S = 10.0  # the default limits.timeout_s: a first answer must come wi
 TARGETS = {"first_cached_5000_s": 1.5, "rss_5000_over_10": 2.0, "rss_20000_mb": 600.0}
 
 
-def _text(result: CallToolResult) -> str:
+def text_of(result: CallToolResult) -> str:
+    """The text content of a tool's answer."""
     return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
-def _server_pid(database: Path) -> int | None:
-    """The spawned server: a child of this process whose command line names the database."""
+def child_pid(marker: str, *others: str) -> int | None:
+    """A spawned server: a child of this process whose command line holds `marker` (and each of `others`)."""
     me = str(os.getpid())
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -60,7 +61,7 @@ def _server_pid(database: Path) -> int | None:
         except OSError:
             continue
         parent = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
-        if parent == me and str(database) in cmdline and "sophrosyne" in cmdline:
+        if parent == me and all(word in cmdline for word in (marker, *others)):
             return int(entry.name)
     return None
 
@@ -96,10 +97,10 @@ async def _one_start(database: Path, cache: Path, tables: list[str], repeats: in
     errlog = (cache.parent / f"{cache.name}.stderr").open("a")  # the server's banner and logs, kept apart
     async with Client(stdio_client(params, errlog=errlog)) as session:
         run["initialized_s"] = round(time.perf_counter() - spawned, 3)
-        pid = _server_pid(database)
+        pid = child_pid(str(database), "sophrosyne")
         first = await session.call_tool("list_tables", {"question": QUESTION})
         run["first_list_tables_s"] = round(time.perf_counter() - spawned, 3)
-        text = _text(first)
+        text = text_of(first)
         run["first_is_error"] = bool(first.is_error)
         run["first_error"] = text[:300] if first.is_error else None  # what the agent was told instead
         run["first_has_directives"] = "irrelevant" in text.lower()
@@ -117,7 +118,7 @@ async def _one_start(database: Path, cache: Path, tables: list[str], repeats: in
                 break
             await anyio.sleep(0.5)
             result = await session.call_tool("list_tables", {"question": QUESTION})
-            first, answer = result, _text(result)
+            first, answer = result, text_of(result)
         run["index_ready_s"] = round(ready_at, 3) if ready_at is not None else None
         calls: dict[str, list[float]] = {"list_tables": [], "describe_table": []}
         for i in range(repeats):
@@ -129,7 +130,7 @@ async def _one_start(database: Path, cache: Path, tables: list[str], repeats: in
                 result = await session.call_tool(name, arguments)
                 calls[name].append((time.perf_counter() - started) * 1000)
                 if result.is_error:
-                    run.setdefault("errors", []).append(f"{name}: {_text(result)[:200]}")
+                    run.setdefault("errors", []).append(f"{name}: {text_of(result)[:200]}")
         run["calls"] = {name: _stats(samples) for name, samples in calls.items()}
         run["memory"] = _memory_mb(pid)
     errlog.close()
