@@ -5,6 +5,7 @@
 # removed. The machine's own PostgreSQL (5432) and MariaDB (3306), without TLS, are left alone.
 # Usage: bash scripts/pg_tls.sh [PYTEST]   (PYTEST defaults to .venv/bin/pytest; run from anywhere)
 set -euo pipefail
+. "$(dirname "$0")/wait_port.sh"
 cd "$(dirname "$0")/.."
 PYTEST=${1:-.venv/bin/pytest}
 PORT=${SOPHROSYNE_TLS_PG_PORT:-55432}
@@ -77,11 +78,7 @@ mariadb-install-db --user=mysql --datadir="$M/data" --skip-test-db --auth-root-a
   --socket="$M/sock" --pid-file="$M/pid" --skip-grant-tables \
   --ssl-ca="$C/ca.crt" --ssl-cert="$C/server.crt" --ssl-key="$M/server.key" --log-error="$M/log" &
 MARIADB=$!
-for _ in $(seq 1 100); do
-  if (exec 3<>/dev/tcp/127.0.0.1/$MARIADB_PORT) 2>/dev/null; then break; fi
-  if ! kill -0 "$MARIADB" 2>/dev/null; then cat "$M/log"; echo "pg_tls: mariadbd exited"; exit 1; fi
-  sleep 0.2
-done
+wait_port "pg_tls: mariadbd" "$MARIADB_PORT" "$MARIADB" "$M/log" 100 0.2 || exit 1
 echo "pg_tls: MariaDB with TLS on 127.0.0.1:$MARIADB_PORT"
 
 status=0

@@ -4,6 +4,7 @@
 # tests (sources behind the tunnel on the machine's PostgreSQL and MariaDB), sshd stopped by its PID.
 # Usage: bash scripts/ssh_ci.sh [PYTEST]   (PYTEST defaults to .venv/bin/pytest; run from anywhere)
 set -euo pipefail
+. "$(dirname "$0")/wait_port.sh"
 cd "$(dirname "$0")/.."
 PYTEST=${1:-.venv/bin/pytest}
 PORT=${SOPHROSYNE_SSH_PORT:-52222}
@@ -48,11 +49,7 @@ PermitTTY no
 CONF
 /usr/sbin/sshd -D -e -f "$RUN/sshd_config" 2>"$RUN/sshd.log" &
 SERVER=$!
-for _ in $(seq 1 50); do
-  if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then break; fi
-  if ! kill -0 "$SERVER" 2>/dev/null; then cat "$RUN/sshd.log"; echo "ssh: sshd exited"; exit 1; fi
-  sleep 0.1
-done
+wait_port "ssh: sshd" "$PORT" "$SERVER" "$RUN/sshd.log" 50 0.1 || exit 1
 echo "ssh: sshd (pid $SERVER) on 127.0.0.1:$PORT"
 
 status=0
