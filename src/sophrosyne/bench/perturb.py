@@ -8,6 +8,9 @@ files it was read from:
   `DIM_`/`FACT_` prefixes, `_KEY` suffixes), descriptions dropped, gold and knowledge renamed the same way;
 - `no-keys`: every declared primary and foreign key removed (the bench's `--drop-keys`);
 - `synonyms`: each question in Spider-Syn's rewording (only Spider's training questions have one).
+
+Kinds compose with `+`: `warehouse+schema-only+no-keys` is a warehouse as the hidden sets have it (coded names,
+no rows to read, no declared keys), each change applied in the order written.
 """
 
 from __future__ import annotations
@@ -38,7 +41,18 @@ _IDENTIFIER = re.compile(r"\b\w*_\w*\b")
 
 
 def perturb(dataset: Dataset, kind: str, root: Path | None = None) -> Dataset:
-    """A copy of `dataset` as `kind` changes it; `root` is the shared datasets folder (for `synonyms`)."""
+    """A copy of `dataset` as `kind` changes it; `root` is the shared datasets folder (for `synonyms`). `kind`
+    may join several with `+` (`warehouse+schema-only`): each applied in turn, none twice."""
+    if "+" in kind:
+        kinds = [k.strip() for k in kind.split("+")]
+        if len(set(kinds)) != len(kinds) or "none" in kinds or "" in kinds:
+            raise ConfigError(
+                f"perturbation {kind!r} names one twice, or none, or nothing between two '+'.",
+                hint="Join different kinds, e.g. warehouse+schema-only+no-keys.",
+            )
+        for one in kinds:
+            dataset = perturb(dataset, one, root)
+        return replace(dataset, perturbation=kind)
     if kind == "none":
         return dataset
     if kind == "schema-only":
