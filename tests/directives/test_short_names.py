@@ -57,6 +57,32 @@ def test_a_question_word_finds_the_table_its_short_form_names() -> None:
     assert shortened_names(["weather", "which", "dst"], lexicon, load_thesaurus()) == {}
 
 
+def test_a_table_whose_own_name_shortens_a_word_is_its_home_before_the_columns_pointing_at_it() -> None:
+    def table(name: str, *columns: str) -> Table:
+        return Table(name=name, columns=[Column(name=c, type="TEXT") for c in columns])
+
+    catalog = Catalog(
+        tables={
+            t.name: t
+            for t in [
+                table("DIM_CNTR", "CNTR_KEY", "CNTR_NM"),
+                table("FACT_LEAG", "LEAG_KEY", "CNTR_KEY", "LEAG_NM"),
+                table("FACT_MATCH", "MATCH_KEY", "CNTR_KEY", "LEAG_KEY", "SEASON"),
+                table("FACT_PLYR", "PLYR_KEY", "PLYR_NM", "HGHT"),
+            ]
+        }
+    )
+    lexicon = lexicon_for(catalog)
+    # `cntr` is in three tables, which would say no table; one of them is named by it.
+    assert shortened_names(["country"], lexicon, load_thesaurus()) == {"country": ["DIM_CNTR"]}
+    # A form no table is named by still finds the tables of its columns: "height" -> `HGHT`.
+    assert shortened_names(["height"], lexicon, load_thesaurus()) == {"height": ["FACT_PLYR"]}
+    index = SchemaIndex.build(catalog)
+    settings = DirectiveSettings()
+    scored = score_tables("Which country is the league Serie A from?", "", catalog, index, None, settings)
+    assert "DIM_CNTR" not in decide_directives(scored, settings).flagged
+
+
 def test_a_table_named_in_short_is_never_flagged() -> None:
     catalog = _warehouse()
     index = SchemaIndex.build(catalog)

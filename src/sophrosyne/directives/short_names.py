@@ -16,16 +16,27 @@ from sophrosyne.index.lexicon import Lexicon
 _FORM_LETTERS = (3, 5)
 
 
-@per_object(limit=16)
 def short_forms(lexicon: Lexicon) -> dict[str, dict[str, tuple[str, ...]]]:
     """First letter -> form -> tables: the words of table and column names of 3 to 5 letters that are no English
     word, no form of the list and no layer or key word (`DIM_DSTR` -> `dstr`, `LNG_CD` -> `lng`), by first letter
     (a question word is compared with the forms of its own letter only). The same for every question on a
     schema, so kept."""
+    return _forms(lexicon)[0]
+
+
+def named_forms(lexicon: Lexicon) -> dict[str, frozenset[str]]:
+    """Form -> the tables whose own name has it (`cntr` -> `DIM_CNTR`, not `FACT_LEAG` for its `CNTR_KEY`)."""
+    return _forms(lexicon)[1]
+
+
+@per_object(limit=16)
+def _forms(lexicon: Lexicon) -> tuple[dict[str, dict[str, tuple[str, ...]]], dict[str, frozenset[str]]]:
     low, high = _FORM_LETTERS
     found: dict[str, set[str]] = {}
-    names = [(t, t.rsplit(".", 1)[-1]) for t in lexicon.tables] + sorted(lexicon.visible)
-    for table, name in names:
+    own: dict[str, set[str]] = {}
+    tables = [(t, t.rsplit(".", 1)[-1], True) for t in lexicon.tables]
+    names = tables + [(t, c, False) for t, c in sorted(lexicon.visible)]
+    for table, name, is_table in names:
         for part in split_identifier(name):
             if not (low <= len(part) <= high and part.isalpha()) or part in ABBREVIATIONS:
                 continue
@@ -34,16 +45,21 @@ def short_forms(lexicon: Lexicon) -> dict[str, dict[str, tuple[str, ...]]]:
             if part in UNSPELLED:
                 continue
             found.setdefault(part, set()).add(table)
+            if is_table:
+                own.setdefault(part, set()).add(table)
     by_letter: dict[str, dict[str, tuple[str, ...]]] = {}
-    for form, tables in sorted(found.items()):
-        by_letter.setdefault(form[0], {})[form] = tuple(sorted(tables))
-    return by_letter
+    for form, held in sorted(found.items()):
+        by_letter.setdefault(form[0], {})[form] = tuple(sorted(held))
+    return by_letter, {form: frozenset(held) for form, held in own.items()}
 
 
 def shortened_names(words: Iterable[str], lexicon: Lexicon, thesaurus: Thesaurus | None) -> dict[str, list[str]]:
     """Per word (of the question and its knowledge, as written), the tables whose names or columns' names shorten
-    it, its noun lemma or their plural: "districts" -> `DIM_DSTR`, "badge" -> `FACT_BDGS` (badges)."""
+    it, its noun lemma or their plural: "districts" -> `DIM_DSTR`, "badge" -> `FACT_BDGS` (badges). Where a
+    table's own name shortens it, that table and not those whose columns do: "country" is `DIM_CNTR`, the
+    table, not also `FACT_LEAG` and `FACT_MATCH` for their `CNTR_KEY` (which point at it)."""
     forms = short_forms(lexicon)
+    own = named_forms(lexicon)
     if not forms:
         return {}
     found: dict[str, list[str]] = {}
@@ -58,7 +74,9 @@ def shortened_names(words: Iterable[str], lexicon: Lexicon, thesaurus: Thesaurus
         if lemma is not None and lemma.isalpha():
             spellings.add(lemma)
         spellings |= {_plural(s) for s in spellings}
-        tables = {t for form, held in candidates.items() if any(shortens(form, s) for s in spellings) for t in held}
+        shortening = [form for form in candidates if any(shortens(form, s) for s in spellings)]
+        named = {t for form in shortening for t in own.get(form, ())}
+        tables = named or {t for form in shortening for t in candidates[form]}
         if tables:
             found[word] = sorted(tables)
     return found
