@@ -76,6 +76,22 @@ def test_warehouse_naming_prefixes_roles_and_camel_case() -> None:
     assert ("posts", "OwnerUserId", "users", "Id") in found
 
 
+def test_a_warehouse_key_word_after_a_key_word_reads_as_the_name_before_it() -> None:
+    found = pairs(
+        catalog(
+            Table("FACT_SETS", cols("SETS_KEY", "CODE:TEXT", "NAME:TEXT")),
+            Table("FACT_SET_TRNS", cols("SET_TRNS_KEY", "SET_CODE_KEY:TEXT", "LNG:TEXT")),
+            Table("DIM_CSTM", cols("CSTM_NBR_SK", "SEGMENT:TEXT")),
+            Table("FACT_SALE", cols("SALE_KEY", "CSTM_NBR_SK")),
+        )
+    )
+    # `SET_CODE_KEY` is `SET_CODE`: the set's code.
+    assert ("FACT_SET_TRNS", "SET_CODE_KEY", "FACT_SETS", "CODE") in found
+    assert ("FACT_SALE", "CSTM_NBR_SK", "DIM_CSTM", "CSTM_NBR_SK") in found
+    # A key word after a word that is no key word stays what it was: `SET_TRNS_KEY` names no table `set`.
+    assert not [p for p in found if p[1] == "SET_TRNS_KEY"]
+
+
 def test_incompatible_types_and_generic_names_do_not_join() -> None:
     found = pairs(
         catalog(

@@ -13,6 +13,7 @@ from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 KEY_WORDS = frozenset({"id", "key", "code", "cd", "no", "num", "nbr", "number", "sk", "uuid", "guid", "sku"})
 # Same-named columns join only when the name says more than a bare key word or a common attribute.
 _GENERIC = frozenset({"id", "key", "code", "no", "num", "number", "type", "status", "name"})
+_SURROGATE = frozenset({"key", "sk"})  # the words a warehouse ends its keys with
 _PREFIXES = frozenset({"dim", "fact", "fct", "tbl", "ref", "lkp", "lu", "stg", "raw", "src", "d", "f", "t"})
 MAX_SHARED_HOLDERS = 8  # a key name held by more tables than this is too common to join them all pairwise
 # A column that names more equally likely tables than this, none of them in its own schema or domain, names
@@ -170,8 +171,11 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
         # `OwnerUserId` -> users.Id and `home_team_api_id` -> team.team_api_id: a role word may lead the name,
         # so every tail that still ends in the key word is tried, the whole name first.
         holder_names = {t.name for t, _ in every}
-        for start in range(len(words) - 1):
-            tail = words[start:]
+        tails = [(start, words[start:]) for start in range(len(words) - 1)]
+        if len(words) >= 3 and words[-1] in _SURROGATE and words[-2] in KEY_WORDS:
+            # A warehouse's key word after a key word says nothing more: `SET_CODE_KEY` is also `SET_CODE`.
+            tails += [(start, words[start:-1]) for start in range(len(words) - 2)]
+        for start, tail in tails:
             entity = " ".join(w for w in tail[:-1] if not w.isdigit())
             named = by_entity.get(entity, [])
             named_set = {t.name for t in named}
