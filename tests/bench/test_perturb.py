@@ -148,6 +148,20 @@ def test_schema_only_empties_every_table_and_no_keys_removes_every_key(tmp_path:
         perturb(dataset, "synonyms")
 
 
+def test_perturbations_compose_in_the_order_written(tmp_path: Path) -> None:
+    dataset = _shop(tmp_path)
+    hidden = perturb(dataset, "warehouse+schema-only+no-keys")
+    assert hidden.perturbation == "warehouse+schema-only+no-keys"
+    assert not hidden.database_files  # schema-only
+    catalog = hidden.catalogs["shop"]
+    assert set(catalog.tables) == {"DIM_DPRT", "FACT_EMPL", "DIM_FCLT"}  # warehouse
+    assert not any(t.primary_key or t.foreign_keys for t in catalog.tables.values())  # no-keys
+    assert hidden.gold["q1"] == frozenset({"DIM_DPRT", "FACT_EMPL"})
+    for bad in ("warehouse+warehouse", "none+no-keys", "warehouse+", "no-keys+upside-down"):
+        with pytest.raises(ConfigError):
+            perturb(dataset, bad)
+
+
 def test_synonyms_give_spider_syn_wording_to_the_original_questions() -> None:
     root = shared_datasets("spider_syn", "spider")
     first = Question("syn-0", "department_management", "How many heads of the departments are older than 56 ?", "", "")

@@ -72,7 +72,7 @@ def directives_command(
         typer.Option(
             help="Change the dataset first (never its files): none, schema-only (no values), warehouse (abbreviated "
             "upper-case DIM_/FACT_ names, _KEY columns, no descriptions), no-keys, or synonyms (Spider-Syn's "
-            "wording; spider-syn-original only)."
+            "wording; spider-syn-original only); several joined by '+' apply in turn (warehouse+schema-only+no-keys)."
         ),
     ] = "none",
 ) -> None:
@@ -224,7 +224,8 @@ def robustness_command(
         list[str] | None,
         typer.Option(
             "--perturb",
-            help="A perturbation to run (repeatable); default: none, schema-only, warehouse, no-keys, synonyms.",
+            help="A perturbation to run (repeatable; several at once joined by '+'); default: none, schema-only, "
+            "warehouse, no-keys, warehouse+schema-only+no-keys, synonyms.",
             show_default=False,
         ),
     ] = None,
