@@ -92,6 +92,33 @@ def test_a_warehouse_key_word_after_a_key_word_reads_as_the_name_before_it() -> 
     assert not [p for p in found if p[1] == "SET_TRNS_KEY"]
 
 
+def test_a_compact_key_joins_the_table_it_leads_and_a_column_named_as_a_table_joins_that_table() -> None:
+    found = pairs(
+        catalog(
+            Table("Activity", cols("actid", "activity_name:TEXT")),
+            Table("Participates_in", cols("stuid", "actid")),
+            Table("Faculty_Participates_in", cols("FacID", "actid")),
+            Table("Scientists", cols("SSN", "Name:TEXT")),
+            Table("Projects", cols("Code:CHAR(4)", "Name:TEXT", "Hours")),
+            Table("AssignedTo", cols("Scientist", "Project:CHAR(4)")),
+            Table("posts", cols("Id", "Tags:TEXT", "Comment:TEXT")),
+            Table("tags", cols("Id", "TagName:TEXT")),
+            Table("comments", cols("Id", "Text:TEXT")),
+            Table("invoices", cols("invoice_no", "paid")),
+            Table("refunds", cols("paid", "refund_no")),
+        )
+    )
+    # `actid` runs a word and `id` together: a key, joined to the one table it leads.
+    assert ("Participates_in", "actid", "Activity", "actid") in found
+    assert ("Faculty_Participates_in", "actid", "Activity", "actid") in found
+    assert not [p for p in found if p[1] == "actid" and p[2] != "Activity"]
+    # `Scientist` and `Project` are named as the tables are, and their types are those tables' keys' types.
+    assert ("AssignedTo", "Scientist", "Scientists", "SSN") in found
+    assert ("AssignedTo", "Project", "Projects", "Code") in found
+    # A text named as a table is no key of its integer ids; `paid` is an English word, no key.
+    assert not [p for p in found if p[1] in ("Tags", "Comment", "paid")]
+
+
 def test_incompatible_types_and_generic_names_do_not_join() -> None:
     found = pairs(
         catalog(

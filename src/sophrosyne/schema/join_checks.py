@@ -18,7 +18,8 @@ Probe = Callable[[str, str, list[Any]], set[Any]]
 
 # Bumped when inference changes what it finds or how it is saved: a saved inference of another version is redone.
 # 2: a column naming many equally likely tables names none (joins._unambiguous); unchecked candidates saved.
-# 3: a warehouse key word after a key word (`SET_CODE_KEY`) is also read without it.
+# 3: a warehouse key word after a key word (`SET_CODE_KEY`) is also read without it; compact one-word keys
+#    (`actid`) join the table they lead; a column named as a table (`scientist`) joins it.
 JOINS_VERSION = 3
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from sophrosyne.base.names import ENGLISH_WORDS
 from sophrosyne.base.words import split_identifier, stem
 from sophrosyne.schema.catalog import Catalog, Column, ForeignKey, Table
 
@@ -167,6 +168,7 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
             _named_after(words, name, held, by_entity, keyed, declared_columns, add)
             continue
         if len(words) < 2:
+            _named_whole(words, name, held, by_entity, declared_columns, add)
             continue
         # `OwnerUserId` -> users.Id and `home_team_api_id` -> team.team_api_id: a role word may lead the name,
         # so every tail that still ends in the key word is tried, the whole name first.
@@ -219,11 +221,23 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
         words = split_identifier(held[0][1].name)
         if len(held) < 2 or len(held) > MAX_SHARED_HOLDERS or name in _GENERIC:
             continue
-        if len(words) < 2 and name not in ("uuid", "guid"):  # one word keys only when unique by nature
+        compact = len(words) < 2 and name not in ("uuid", "guid") and _compact_key(name)
+        if len(words) < 2 and name not in ("uuid", "guid") and not compact:  # one word keys: see _compact_key
             continue
-        if words[-1] not in KEY_WORDS or any((t.name, name) in owned for t, _ in held):
+        if (words[-1] not in KEY_WORDS and not compact) or any((t.name, name) in owned for t, _ in held):
             continue
         free = [(t, c) for t, c in held if (t.name, name) not in declared_columns]
+        if compact:
+            # ... joined only to the one table it leads (its key there): `participates_in.actid` -> activity.
+            leads = [(t, c) for t, c in free if t.columns[0] is c]
+            if len(leads) != 1:
+                continue
+            owner, key = leads[0]
+            for t, c in free:
+                fit = compatible(c, key)
+                if fit and t.name != owner.name:
+                    add(InferredJoin(t.name, (c.name,), owner.name, (key.name,), 0.6 * fit, "shared name"))
+            continue
         # A table that declares its keys joins only through them: it is neither side of a shared-name guess.
         for i, (t, c) in enumerate(free):
             for other, oc in free[i + 1 :]:
@@ -231,6 +245,35 @@ def candidate_joins(catalog: Catalog) -> list[InferredJoin]:
                 if fit and t.name != other.name:
                     add(InferredJoin(t.name, (c.name,), other.name, (oc.name,), 0.6 * fit, "shared name"))
     return sorted(found.values(), key=lambda j: (-j.confidence, j.table, j.columns, j.ref_table))
+
+
+def _named_whole(
+    words: list[str],
+    name: str,
+    held: list[tuple[Table, Column]],
+    by_entity: dict[str, list[Table]],
+    declared_columns: set[tuple[str, str]],
+    add: Callable[[InferredJoin], None],
+) -> None:
+    """A column named as another table is (`assigned_to.scientist` -> scientists, by its first column, its key),
+    where one table only is so named, the name is no common attribute (`name`, `type`, `status`) and the
+    types are alike."""
+    owners = by_entity.get(words[0], []) if words and name not in _GENERIC else []
+    if len(owners) != 1 or not owners[0].columns:
+        return
+    owner = owners[0]
+    key = owner.columns[0]
+    for t, c in held:
+        if t.name == owner.name or (t.name, name) in declared_columns:
+            continue
+        if compatible(c, key) == 1.0:  # types alike: a `comment` text is no key of `comments`
+            add(InferredJoin(t.name, (c.name,), owner.name, (key.name,), 0.6, "names"))
+
+
+def _compact_key(name: str) -> bool:
+    """A one-word name of 3 to 5 letters that runs a word and `id` or `no` together (`actid`, `stuid`, `dno`,
+    `cid`) and is no English word (`paid`, `valid`, `piano` are not keys)."""
+    return name.isalpha() and 3 <= len(name) <= 5 and name.endswith(("id", "no")) and name not in ENGLISH_WORDS
 
 
 def _named_after(
