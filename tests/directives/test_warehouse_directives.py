@@ -3,8 +3,12 @@ units, long knowledge documents read by passage, and a bounded rendering surest 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from sophrosyne.base.names import spelled_out
-from sophrosyne.directives import Directives, TableDirective, compute_directives
+from sophrosyne.bench.data.files import catalog_from_spider
+from sophrosyne.directives import Directives, DirectiveSettings, TableDirective, compute_directives, decide_directives
 from sophrosyne.directives.knowledge import passages, relevant_passages
 from sophrosyne.directives.prepared import prepare_schema
 from sophrosyne.directives.question import Question
@@ -189,3 +193,19 @@ def test_rendering_is_bounded_and_surest_first() -> None:
     lines = text.splitlines()
     assert len(text) <= 2000 and lines[1].startswith("- table_000")
     assert lines[-1].startswith("(") and "more likely irrelevant tables" in lines[-1]
+
+
+def test_a_name_the_question_writes_is_not_explained_by_a_word_related_to_it() -> None:
+    """ "Data Structures" is a course's title: WordNet relates "structures" to buildings and organisations, and
+    that must not make the title a word the schema explains, so the course table (whose rows the index could not
+    read: schema only) stays a home for it."""
+    tables = Path(__file__).parents[1] / "fixtures" / "warehouse" / "tables.json"
+    catalog = catalog_from_spider(json.loads(tables.read_text())[0])
+    index = SchemaIndex.build(catalog)
+    settings = DirectiveSettings()
+    scored = score_tables("How many students received an A in Data Structures?", "", catalog, index, None, settings)
+    assert "Data Structures" in scored.account.unexplained_names or "structures" in scored.account.unexplained
+    assert "DIM_CRSE" not in decide_directives(scored, settings).flagged
+    # Written in lower case, "structures" is a word related to the schema's as before.
+    plain = score_tables("how many buildings are structures", "", catalog, index, None, settings)
+    assert "structures" not in plain.account.unexplained

@@ -146,7 +146,11 @@ def _score_tables(
     retrieval_signals(searched, searches, index, lexicon, settings.rrf_k, board)
     coverage = _table_features(asked, has_knowledge, lexicon, board, related)
     explained = stems_of(v for e in board.entries.values() for v in e.values)
-    explained |= related_stems(related) | set(standing_in) | stems_of([text]) | stems_of(short)
+    # A word the question writes as a name ("Data Structures", 'Matter of Time') is explained by the schema's own
+    # words or the data, not by a word related to it: a course called "Data Structures" is no `building`.
+    as_names = stems_of([*asked.names, *asked.quoted])
+    explained |= (related_stems(related) | set(standing_in) | stems_of(short)) - as_names
+    explained |= stems_of([text])
     things = thing_words(load_thesaurus())
     accounted = account(asked, lexicon, catalog, value_index, explained, things)
     kin_tables = _kin_tables(homeless_kin(accounted.unexplained, lexicon, load_thesaurus()), lexicon, settings.holders)
