@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
+import os
 import signal
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -31,7 +34,16 @@ from sophrosyne.serve.handshake import EarlyStdio, leave_now
 from sophrosyne.serve.health import SourceWatch
 from sophrosyne.serve.server import build_server
 from sophrosyne.serve.spec import SERVER_GC_THRESHOLD, ServeSpec, collect_less_often
-from sophrosyne.serve.workers import Supervisor, freeze_for_fork, listening
+from sophrosyne.serve.workers import (
+    LEVEL_VARIABLE,
+    SOCKET_VARIABLE,
+    become_supervisor,
+    fork_workers,
+    freeze_for_fork,
+    in_worker,
+    listening,
+    log_as_the_command_does,
+)
 from sophrosyne.sources import Sources
 
 __all__ = ["SERVER_GC_THRESHOLD", "ServeSpec", "collect_less_often", "http_app_of", "serve", "serve_workers"]
@@ -81,8 +93,8 @@ def _changes_every_s(sources: Sources) -> float:
 
 
 def serve_workers(spec: ServeSpec, workers: int, on_bound: Callable[[], None] | None = None) -> NoReturn:
-    """Streamable HTTP in `workers` processes forked from this one once it has loaded what they share, and
-    supervised by it until SIGTERM (or SIGINT) and their drain (see workers.py); then this process ends. A busy
+    """Streamable HTTP in `workers` processes forked from this one once it has loaded what they share; then this
+    process becomes their supervisor until SIGTERM (or SIGINT) and their drain (see workers.py), and ends. A busy
     port is a ConfigError before anything starts."""
     raise_descriptor_limit()  # the workers inherit it
     sockets = listening(bind(spec.host, spec.port), workers)
@@ -92,16 +104,31 @@ def serve_workers(spec: ServeSpec, workers: int, on_bound: Callable[[], None] | 
     freeze_for_fork()
     level = logging.getLevelName(logging.getLogger().level).lower()
     level = level if level in ("critical", "error", "warning", "info", "debug") else "warning"
+    pids = fork_workers(sockets, functools.partial(serve_worker, spec, log_level=level))
+    respawn = [sys.executable, "-c", f"from {__name__} import serve_spawned_worker; serve_spawned_worker()"]
+    env = {**os.environ, SPEC_VARIABLE: spec.model_dump_json(), LEVEL_VARIABLE: level}
+    become_supervisor(sockets, pids, spec.drain_s, respawn, env)
 
-    def work(sock: socket.socket) -> None:
-        calls = Calls()
-        sources = spec.open()
-        app = http_app_of(sources, spec.host, calls=calls, allow_python=spec.allow_python)
-        anyio.run(serve_http, app, calls, sock, spec.drain_s, level)
 
-    Supervisor(sockets, work, spec.drain_s).run()
-    # The workers have ended: this process holds what it loaded for them, which the interpreter would free
-    # object by object for nobody (2 s at the demo's size).
+SPEC_VARIABLE = "SOPHROSYNE_SERVE_SPEC"
+
+
+def serve_worker(spec: ServeSpec, sock: socket.socket, log_level: str) -> None:
+    """One HTTP worker on its listening socket: its own sources, threads and loop, until SIGTERM and its drain."""
+    calls = Calls()
+    sources = spec.open()
+    app = http_app_of(sources, spec.host, calls=calls, allow_python=spec.allow_python)
+    anyio.run(serve_http, app, calls, sock, spec.drain_s, log_level)
+
+
+def serve_spawned_worker() -> NoReturn:
+    """A worker the supervisor starts afresh in place of one that died: the spec, the socket's descriptor and the
+    log level are in its environment."""
+    collect_less_often()
+    log_as_the_command_does(os.environ[LEVEL_VARIABLE])
+    in_worker(os.getppid())
+    sock = socket.socket(fileno=int(os.environ[SOCKET_VARIABLE]))
+    serve_worker(ServeSpec.model_validate_json(os.environ[SPEC_VARIABLE]), sock, os.environ[LEVEL_VARIABLE])
     leave_now()
 
 
