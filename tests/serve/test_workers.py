@@ -1,5 +1,6 @@
 """`serve --http --workers 2`: both forked workers answer, a killed worker is replaced, another server cannot take
-the port, and SIGTERM drains a call in flight and ends every process of the server within a bound."""
+the port, SIGTERM drains a call in flight and ends every process of the server within a bound, and the audit
+log has one record per call (none from the parent that loaded the workers)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 from fixtures.engines import build_sqlite
 from fixtures.serving import ROOT, free_port, health
+from sophrosyne.audit import read_records
 
 # About three seconds of work for SQLite: in flight when SIGTERM comes.
 THREE_SECONDS = (
@@ -99,7 +101,9 @@ def test_two_forked_workers_answer_are_replaced_and_end_on_sigterm(tmp_path: Pat
     port = free_port()
     log = tmp_path / "server.log"
     command = [sys.executable, "-m", "sophrosyne", "serve", str(db), "--http", "--port", str(port), "--workers", "2"]
+    audit = tmp_path / "audit.jsonl"
     env = {**os.environ, "SOPHROSYNE_CACHE_DIR": str(tmp_path / "cache"), "SOPHROSYNE_DIRECTIVES": "directives"}
+    env["SOPHROSYNE_AUDIT_LOG"] = str(audit)
     with log.open("wb") as stderr:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     every: set[int] = set()
@@ -152,6 +156,8 @@ def test_two_forked_workers_answer_are_replaced_and_end_on_sigterm(tmp_path: Pat
         assert took < 3.0, f"the server took {took:.1f} s to end after its last answer"
         left = [pid for pid in every if alive(pid)]
         assert not left, f"processes left: {left}"
+        records = list(read_records(audit))
+        assert None not in records and [r.tool for r in records if r] == ["execute_sql"] * 20  # 7 + 12 + 1 calls
     finally:
         if process.poll() is None:
             process.kill()

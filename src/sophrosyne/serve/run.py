@@ -137,6 +137,7 @@ def preload(spec: ServeSpec) -> None:
     the data that every database's directives read, and each schema with its indexes; then the sources are
     closed. Nothing is left running: no connection, no thread, no loop (see freeze_for_fork)."""
     sources = spec.open()
+    sources.settings.paths.audit_log = None  # the server built here answers no call: no audit file opened for it
     try:
         for env in sources.environments.values():
             warn_if_exposed(spec.host, env)
