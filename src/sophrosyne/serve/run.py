@@ -202,8 +202,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def http_app_of(sources: Sources, host: str, *, calls: Calls, allow_python: bool) -> Starlette:
-    """The ASGI app of an HTTP server (a worker's, or the one process's): each schema read and the directive
-    indexes loaded in the background from now on, /health following them."""
+    """The ASGI app of an HTTP worker: each schema read and the directive indexes loaded in the background from
+    now on, /health following them."""
     for env in sources.environments.values():
         env.warm()  # the server answers at once; a call that needs the schema waits for it
     watch = SourceWatch(sources)
