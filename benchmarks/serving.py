@@ -10,7 +10,11 @@ Example:
     .venv/bin/python benchmarks/serving.py --duration 10 --levels 1,32 --base-src /work/main/src --out /tmp/s.json
 
 Acceptance (issue 35): with one worker, throughput at 32 clients >= 0.8x DBHub's, server CPU per small call
-<= 1.5 ms, p99 at 64 clients <= 1.5x DBHub's.
+<= 1.5 ms, p99 at 64 clients <= 1.5x DBHub's. With two workers on two cores, throughput >= 1.6x one worker's
+and memory <= 1.3x: `--servers sophrosyne,sophrosyne-w2` serves ours with one worker and with two side by side,
+and `workers` in the report has both ratios (req/s, PSS summed over each server's processes after each level),
+with the load generator's CPU per call and the ceiling that the machine's cores leave for the ratio:
+    .venv/bin/python benchmarks/serving.py --servers sophrosyne,sophrosyne-w2 --levels 32 --out /tmp/w.json
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bytecode import compile_package
+from soak import memory_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL = "2025-06-18"
 SMALL_SQL = "SELECT atom_id, element FROM atom WHERE molecule_id = 'TR000'"  # peers.py's small query
 SECOND_SQL = "SELECT bond_id, bond_type FROM bond WHERE molecule_id = 'TR001'"
 TARGETS = {"throughput_32_vs_dbhub": 0.8, "cpu_per_call_ms": 1.5, "p99_64_vs_dbhub": 1.5}
+WORKER_TARGETS = {"throughput_vs_one_worker": 1.6, "pss_vs_one_worker": 1.3}
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -301,6 +307,14 @@ def tree_cpu_s(pid: int) -> float:
     return total
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent busy (every core, every process: /proc/stat) since it started."""
+    with open("/proc/stat") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields[:8]) - idle) / CLOCK_TICK
+
+
 @contextlib.contextmanager
 def running(target: Target, log: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     """`target` started on a free port, ready once a client completes the handshake and one call of the mix."""
@@ -357,9 +371,10 @@ def measure_level(
         for share, offset in zip(shares, offsets, strict=True)
     ]
     time.sleep(max(0.0, start - time.time()))
-    cpu_before = tree_cpu_s(pid)
+    cpu_before, machine_before = tree_cpu_s(pid), machine_busy_s()
     time.sleep(max(0.0, start + window_s - time.time()))
-    cpu_after = tree_cpu_s(pid)
+    cpu_after, machine_after = tree_cpu_s(pid), machine_busy_s()
+    memory = memory_mb(pid)  # every process of the server, loaded
     parts = [f.result() for f in futures]
     latencies = sorted(x for p in parts for x in p["latencies"])
     errors = [e for p in parts for e in p["errors"]]
@@ -379,6 +394,11 @@ def measure_level(
         "server_cores_busy": round(server_cpu / window_s, 2),
         "client_cpu_per_call_ms": round(client_cpu * 1000 / calls, 3) if calls else None,
         "client_cores_busy": round(client_cpu / window_s, 2),
+        # Everything else the machine ran meanwhile (other programs): the cores it left to this benchmark.
+        "other_cores_busy": round(max(0.0, machine_after - machine_before - server_cpu - client_cpu) / window_s, 2),
+        "server_pss_mb": memory["pss_mb"],
+        "server_rss_mb": memory["rss_mb"],
+        "server_anon_mb": memory["anon_mb"],
     }
 
 
@@ -422,6 +442,45 @@ def checks(results: dict[str, dict[str, Any]], by_dbhub: dict[str, Any]) -> dict
     return found
 
 
+def worker_figures(results: dict[str, dict[str, Any]], cores: int) -> dict[str, Any]:
+    """Each `sophrosyne-wN` (and `base-wN`) beside `sophrosyne` (one worker), level by level: the ratios of req/s
+    and of memory (PSS, and its anonymous part), and the ceiling of the req/s ratio on this machine: the `cores`
+    that other programs left during the N-worker window, shared by the server and the load generator, each call
+    costing both their CPU (the N-worker server's and the clients', per call), against one worker's req/s. A
+    ratio at the ceiling is as much as those cores can give, whatever the server does."""
+    one = results.get("sophrosyne", {})
+    found: dict[str, Any] = {}
+    for name, levels in results.items():
+        if not name.startswith(("sophrosyne-w", "base-w")):
+            continue
+        for level, many in levels.items():
+            single = one.get(level)
+            if not single or not single["req_per_s"] or not many["req_per_s"]:
+                continue
+            per_call_ms = (many["server_cpu_per_call_ms"] or 0) + (many["client_cpu_per_call_ms"] or 0)
+            free = max(0.0, cores - many["other_cores_busy"])
+            ceiling = free * 1000 / per_call_ms / single["req_per_s"] if per_call_ms else None
+            found[f"{name}@{level}"] = {
+                "req_per_s": [single["req_per_s"], many["req_per_s"]],
+                "throughput_vs_one_worker": round(many["req_per_s"] / single["req_per_s"], 2),
+                "pss_mb": [single["server_pss_mb"], many["server_pss_mb"]],
+                "pss_vs_one_worker": round(many["server_pss_mb"] / single["server_pss_mb"], 2),
+                "anon_mb": [single["server_anon_mb"], many["server_anon_mb"]],
+                "anon_vs_one_worker": round(many["server_anon_mb"] / single["server_anon_mb"], 2),
+                "rss_vs_one_worker": round(many["server_rss_mb"] / single["server_rss_mb"], 2),
+                "server_cpu_per_call_ms": [single["server_cpu_per_call_ms"], many["server_cpu_per_call_ms"]],
+                "client_cpu_per_call_ms": [single["client_cpu_per_call_ms"], many["client_cpu_per_call_ms"]],
+                "cores_busy_server_and_clients": [
+                    round(single["server_cores_busy"] + single["client_cores_busy"], 2),
+                    round(many["server_cores_busy"] + many["client_cores_busy"], 2),
+                ],
+                "cores_busy_others": [single["other_cores_busy"], many["other_cores_busy"]],
+                "ceiling_vs_one_worker": round(ceiling, 2) if ceiling else None,
+                "targets": WORKER_TARGETS,
+            }
+    return found
+
+
 def run(
     *,
     out: Path,
@@ -455,10 +514,13 @@ def run(
     for name in servers:
         if name == "sophrosyne":
             targets.append(ours("sophrosyne", db, cache, workers))
-        elif name == "base":
+        elif name.startswith("sophrosyne-w") and name[len("sophrosyne-w") :].isdigit():
+            targets.append(ours(name, db, cache, int(name[len("sophrosyne-w") :])))
+        elif name == "base" or (name.startswith("base-w") and name[len("base-w") :].isdigit()):
             if base_src is None:
-                raise SystemExit("--servers base needs --base-src (another checkout's src folder)")
-            targets.append(ours("base", db, cache, workers, base_src))
+                raise SystemExit(f"--servers {name} needs --base-src (another checkout's src folder)")
+            count = int(name[len("base-w") :]) if name != "base" else workers
+            targets.append(ours(name, db, cache, count, base_src))
         elif name == "dbhub":
             peer = dbhub(peers_dir, db)
             if isinstance(peer, str):
@@ -466,7 +528,7 @@ def run(
             else:
                 targets.append(peer)
         else:
-            raise SystemExit(f"unknown server {name!r}: choose among sophrosyne, base, dbhub")
+            raise SystemExit(f"unknown server {name!r}: choose among sophrosyne, sophrosyne-wN, base, base-wN, dbhub")
     load_before = os.getloadavg()
     results: dict[str, dict[str, Any]] = {t.name: {} for t in targets}
     logs = out.parent / "serving-logs"
@@ -482,7 +544,8 @@ def run(
                 results[target.name][str(clients)] = figures
                 print(f"{target.name:>12} {clients:>3} clients: " + json.dumps(figures), flush=True)
     mine = "sophrosyne" in results
-    by_peer = {peer: ratios(results, "sophrosyne", peer) for peer in results if peer != "sophrosyne" and mine}
+    peers = [name for name in results if not name.startswith(("sophrosyne", "base-w"))]
+    by_peer = {peer: ratios(results, "sophrosyne", peer) for peer in peers if mine}
     report = {
         "machine": {"cores": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()},
         "database": str(db),
@@ -500,6 +563,7 @@ def run(
         "results": results,
         "ratios_ours_over_peer": by_peer,
         "checks": checks(results, by_peer.get("dbhub", {})),
+        "workers": worker_figures(results, os.cpu_count() or 1),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
@@ -510,7 +574,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("/work/bench-out/serving.json"))
     parser.add_argument("--peers-dir", type=Path, default=Path("/work/bench-out/peers"))
-    parser.add_argument("--servers", default="sophrosyne,dbhub", help="among sophrosyne, base, dbhub")
+    parser.add_argument(
+        "--servers",
+        default="sophrosyne,dbhub",
+        help="among sophrosyne, sophrosyne-wN (N workers), base, base-wN, dbhub",
+    )
     parser.add_argument("--levels", default="1,32,64", help="concurrent clients, comma-separated")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds measured per level and server")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of load before each window")
@@ -536,6 +604,8 @@ def main() -> None:
     print(f"skipped: {report['skipped'] or 'none'}; load {report['machine']}")
     print("ratios:", json.dumps(report["ratios_ours_over_peer"]))
     print("checks:", json.dumps(report["checks"]))
+    for key, figures in report["workers"].items():
+        print(f"workers {key}:", json.dumps(figures))
     sys.exit(0 if report["checks"]["all_pass"] else 1)
 
 

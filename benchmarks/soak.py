@@ -5,9 +5,9 @@
 Each client opens a session (initialize, initialized) and sends a mix of small calls (list_tables with a
 question, describe_table, execute_sql, get_distinct_values with a search, find_rows) until the time is up,
 starting a new session every `--session-calls` calls, as agents come and go. The server is `sophrosyne serve DB
---http` with a fresh cache folder (or `--workers N`); RSS and PSS are summed over its processes. The JSON has the
-series, the calls and errors, and `growth_after_warmup_mb`: the RSS at the end minus the RSS at `--warmup`
-minutes (the mean of the three samples around each point, so a single sample's noise does not decide).
+--http` with a fresh cache folder (or `--workers N`); RSS, PSS and anonymous PSS are summed over its processes.
+The JSON has the series, the calls and errors, and `growth_after_warmup_mb`: the RSS at the end minus the RSS at
+`--warmup` minutes (the mean of the three samples around each point, so a single sample's noise does not decide).
 """
 
 from __future__ import annotations
@@ -73,19 +73,24 @@ def processes_of(root: int) -> list[int]:
 
 
 def memory_mb(root: int) -> dict[str, float]:
-    """RSS and PSS (shared pages counted once over the processes that share them) of `root` and descendants."""
-    rss = pss = 0
+    """RSS and PSS (shared pages counted once over the processes that share them) of `root` and descendants, and
+    their anonymous part (Pss_Anon): the processes' own memory counted once, without the library pages that
+    other programs on the machine share (which move PSS as those come and go)."""
+    totals = {"Rss": 0, "Pss": 0, "Pss_Anon": 0}
     for pid in processes_of(root):
         try:
             with open(f"/proc/{pid}/smaps_rollup") as rollup:
                 for line in rollup:
-                    if line.startswith("Rss:"):
-                        rss += int(line.split()[1])
-                    elif line.startswith("Pss:"):
-                        pss += int(line.split()[1])
+                    key, _, value = line.partition(":")
+                    if key in totals:
+                        totals[key] += int(value.split()[0])
         except OSError:
             continue
-    return {"rss_mb": round(rss / 1024, 1), "pss_mb": round(pss / 1024, 1)}
+    return {
+        "rss_mb": round(totals["Rss"] / 1024, 1),
+        "pss_mb": round(totals["Pss"] / 1024, 1),
+        "anon_mb": round(totals["Pss_Anon"] / 1024, 1),
+    }
 
 
 class Tally:

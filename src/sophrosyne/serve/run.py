@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import signal
 import socket
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -28,13 +30,23 @@ from sophrosyne.serve.connections import (
     raise_descriptor_limit,
 )
 from sophrosyne.serve.front import StreamsOnlyWhenAsked, front_page
-from sophrosyne.serve.handshake import EarlyStdio
+from sophrosyne.serve.handshake import EarlyStdio, leave_now
 from sophrosyne.serve.health import SourceWatch
 from sophrosyne.serve.server import build_server
 from sophrosyne.serve.spec import SERVER_GC_THRESHOLD, ServeSpec, collect_less_often
+from sophrosyne.serve.workers import (
+    LEVEL_VARIABLE,
+    SOCKET_VARIABLE,
+    become_supervisor,
+    fork_workers,
+    freeze_for_fork,
+    in_worker,
+    listening,
+    log_as_the_command_does,
+)
 from sophrosyne.sources import Sources
 
-__all__ = ["SERVER_GC_THRESHOLD", "ServeSpec", "collect_less_often", "http_app", "serve", "serve_workers"]
+__all__ = ["SERVER_GC_THRESHOLD", "ServeSpec", "collect_less_often", "http_app_of", "serve", "serve_workers"]
 
 logger = logging.getLogger("sophrosyne.server")
 
@@ -80,33 +92,85 @@ def _changes_every_s(sources: Sources) -> float:
     return max(1.0, sources.settings.reading.schema_check_s)
 
 
+def serve_workers(spec: ServeSpec, workers: int, on_bound: Callable[[], None] | None = None) -> NoReturn:
+    """Streamable HTTP in `workers` processes forked from this one once it has loaded what they share; then this
+    process becomes their supervisor until SIGTERM (or SIGINT) and their drain (see workers.py), and ends. A busy
+    port is a ConfigError before anything starts."""
+    raise_descriptor_limit()  # the workers inherit it
+    sockets = listening(bind(spec.host, spec.port), workers)
+    if on_bound is not None:
+        on_bound()
+    preload(spec)
+    freeze_for_fork()
+    level = logging.getLevelName(logging.getLogger().level).lower()
+    level = level if level in ("critical", "error", "warning", "info", "debug") else "warning"
+    pids = fork_workers(sockets, functools.partial(serve_worker, spec, log_level=level))
+    respawn = [sys.executable, "-c", f"from {__name__} import serve_spawned_worker; serve_spawned_worker()"]
+    env = {**os.environ, SPEC_VARIABLE: spec.model_dump_json(), LEVEL_VARIABLE: level}
+    become_supervisor(sockets, pids, spec.drain_s, respawn, env)
+
+
 SPEC_VARIABLE = "SOPHROSYNE_SERVE_SPEC"
 
 
-def serve_workers(spec: ServeSpec, workers: int, on_bound: Callable[[], None] | None = None) -> None:
-    """Streamable HTTP in several processes: uvicorn starts each from `http_app`, which reads the spec; the
-    port is bound here first (as uvicorn.run would), so that a busy port is one line with a hint."""
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
+def serve_worker(spec: ServeSpec, sock: socket.socket, log_level: str) -> None:
+    """One HTTP worker on its listening socket: its own sources, threads and loop, until SIGTERM and its drain."""
+    calls = Calls()
+    sources = spec.open()
+    app = http_app_of(sources, spec.host, calls=calls, allow_python=spec.allow_python)
+    anyio.run(serve_http, app, calls, sock, spec.drain_s, log_level)
 
-    os.environ[SPEC_VARIABLE] = spec.model_dump_json()
-    raise_descriptor_limit()  # the workers inherit it
-    config = uvicorn.Config(
-        "sophrosyne.serve.run:http_app",
-        factory=True,
-        host=spec.host,
-        port=spec.port,
-        workers=workers,
-        log_level="info",
-        timeout_graceful_shutdown=int(spec.drain_s) + 1,
-        http=GuardedProtocol,  # each worker sets its limits as it builds its app (http_app)
-        backlog=ACCEPT_BACKLOG,
-    )
-    sock = bind(spec.host, spec.port)
-    if on_bound is not None:
-        on_bound()
-    with contextlib.suppress(KeyboardInterrupt):
-        Multiprocess(config, sockets=[sock]).run()
+
+def serve_spawned_worker() -> NoReturn:
+    """A worker the supervisor starts afresh in place of one that died: the spec, the socket's descriptor and the
+    log level are in its environment."""
+    collect_less_often()
+    log_as_the_command_does(os.environ[LEVEL_VARIABLE])
+    in_worker(os.getppid())
+    sock = socket.socket(fileno=int(os.environ[SOCKET_VARIABLE]))
+    serve_worker(ServeSpec.model_validate_json(os.environ[SPEC_VARIABLE]), sock, os.environ[LEVEL_VARIABLE])
+    leave_now()
+
+
+def preload(spec: ServeSpec) -> None:
+    """Import and load in the workers' parent what each would load for itself: the server and its app, built once,
+    the data that every database's directives read, and each schema with its indexes; then the sources are
+    closed. Nothing is left running: no connection, no thread, no loop (see freeze_for_fork)."""
+    sources = spec.open()
+    sources.settings.paths.audit_log = None  # the server built here answers no call: no audit file opened for it
+    try:
+        for env in sources.environments.values():
+            warn_if_exposed(spec.host, env)
+        require_token = any(env.policy is not None for env in sources.environments.values())
+        http_asgi(build_server(sources, require_token=require_token, allow_python=spec.allow_python), spec.host)
+        if sources.settings.inference.directives == "directives":
+            load_directive_data(sources.settings.inference.embedder)
+        for env in sources.environments.values():
+            # Each schema read and its directive indexes built or loaded once here: what that loads or caches for
+            # every database alike is then shared, and each worker loads the indexes from the cache folder. Not
+            # DuckDB's: its statements run in a process that a worker must not share with the others.
+            if env.dialect != "duckdb":
+                with contextlib.suppress(Exception):  # each worker says what its own reading meets
+                    env.warm(wait=True)
+    finally:
+        sources.close()
+
+
+def load_directive_data(embedder: str) -> None:
+    """What every database's directives read alike, each loaded once per process on first use: the moderator's
+    modules, the fitted model, the thesaurus, and WordLlama's token table and tokenizer (16 MB; a static table,
+    no thread: another embedder's runtime keeps a thread pool, which a fork would leave behind, so each worker
+    loads that one itself)."""
+    import sophrosyne.directives.moderator  # noqa: F401
+    from sophrosyne.directives.model import fitted_model
+    from sophrosyne.directives.thesaurus import load_thesaurus
+    from sophrosyne.index.embedders import embedder_named
+
+    fitted_model()
+    load_thesaurus()
+    if embedder == "wordllama":
+        with contextlib.suppress(Exception):  # a worker that needs it says why it cannot load it
+            embedder_named(embedder).embed(["employees", "departments"])
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -137,21 +201,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def http_app() -> Starlette:
-    """The ASGI app of one HTTP worker, built from the spec its parent process left in the environment."""
-    collect_less_often()  # a worker process is a server of its own
-    spec = ServeSpec.model_validate_json(os.environ[SPEC_VARIABLE])
-    sources = spec.open()
+def http_app_of(sources: Sources, host: str, *, calls: Calls, allow_python: bool) -> Starlette:
+    """The ASGI app of an HTTP worker: each schema read and the directive indexes loaded in the background from
+    now on, /health following them."""
     for env in sources.environments.values():
-        # Read the schema and build the directive index in the background: the worker answers at once.
-        env.warm()
+        env.warm()  # the server answers at once; a call that needs the schema waits for it
     watch = SourceWatch(sources)
-    watch.start()
+    watch.start()  # a source that cannot be read is said on stderr now, and /health reports it
     require_token = any(env.policy is not None for env in sources.environments.values())
-    server = build_server(sources, require_token=require_token, allow_python=spec.allow_python, watch=watch)
+    server = build_server(sources, require_token=require_token, calls=calls, allow_python=allow_python, watch=watch)
     SchemaChanges(sources, _changes_every_s(sources)).install(server, standing_connections=False)
     Guarded.configure(ConnectionLimits.of(sources.settings))
-    return http_asgi(server, spec.host)
+    return http_asgi(server, host)
 
 
 def http_asgi(server: MCPServer, host: str) -> Starlette:
