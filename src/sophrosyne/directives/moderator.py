@@ -24,6 +24,7 @@ from sophrosyne.errors import ConfigError, NotReady, QueryTimeout
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.cache import clean_stale, reason, tell_once, unavailable
 from sophrosyne.index.embedders import embedder_named
+from sophrosyne.index.lexicon import saved_lexicon
 from sophrosyne.index.values import values_path
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.schema.join_checks import JoinInference, Probe
@@ -110,6 +111,8 @@ class Moderator:
         catalog = prepared.catalog
         embedder = embedder_named(self.settings.inference.embedder)  # this server's settings, not a fresh read
         index = load_or_build(catalog, self.settings.paths.cache_dir, embedder)
+        # A restricted role's catalog holds joins confirmed through its own view: its lexicon is not saved.
+        saved_lexicon(catalog, self.settings.paths.cache_dir if self.shared else None)
         warm(catalog, index)
         return index
 
