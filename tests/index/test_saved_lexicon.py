@@ -173,3 +173,21 @@ def test_list_tables_answers_the_same_cold_and_warm_and_sees_a_changed_schema(tm
     assert "'refunds' found no table" in cold[1] and "'refunds' found no table" not in changed[1]
     assert changed == answers(db, tmp_path / "fresh-after")
     assert len(entries(tmp_path / "cache")) == 2
+
+
+def test_completed_joins_save_the_lexicon_the_next_start_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sophrosyne index` completes the joins: the lexicon over them is saved too, so that a start on the folder
+    (mounted read-only, say) derives none."""
+    db = build(tmp_path / "shop.sqlite")
+    settings = Settings.load(None, cache_dir=tmp_path / "cache")
+    with Environment.open(db, settings=settings) as env:
+        assert env.complete_joins().complete
+    assert len(entries(tmp_path / "cache")) == 1
+
+    def refuse(catalog: Catalog) -> Lexicon:
+        raise AssertionError("derived although `sophrosyne index` saved it")
+
+    monkeypatch.setattr(lexicons, "_lexicon_for", refuse)
+    with Environment.open(db, settings=settings) as env:
+        env.warm(wait=True)
+        assert env.list_tables(question=QUESTIONS[0]).directives

@@ -92,18 +92,27 @@ class Moderator:
 
     def complete_joins(self) -> JoinInference:
         """Check every join candidate that the saved inference of this schema left unchecked (its time budget
-        cut it), saving as it goes, so that the next start reads them checked; a restricted role's joins are
-        its own and never saved: they are inferred within the budget instead."""
+        cut it), saving as it goes, so that the next start reads them checked, and save the lexicon of the
+        schema with them; a restricted role's joins are its own and never saved: they are inferred within the
+        budget instead."""
         if not self.shared or self.probe is None:
             return self.prepared.joins
-        return complete_joins(
+        cache = self.settings.paths.cache_dir
+        joins = complete_joins(
             self.catalog,
             self.fetch,
             self.probe,
-            self.settings.paths.cache_dir,
+            cache,
             slice_s=self.settings.reading.join_inference_s,
             stop=lambda: self.stopped,
         )
+        if joins.complete and not self.stopped:
+            # The lexicon the next start derives from the catalog and these joins, saved for it too: a cache
+            # folder mounted read-only after `sophrosyne index` then holds all that a start reads.
+            budget = self.settings.reading.join_inference_s
+            prepared = prepare_schema(self.catalog, self.fetch, self.probe, budget_s=budget, cache_dir=cache)
+            saved_lexicon(prepared.catalog, cache)
+        return joins
 
     def _build_index(self) -> SchemaIndex:
         prepared = self._prepared.wait(None)
