@@ -22,22 +22,29 @@ def short_forms(lexicon: Lexicon) -> dict[str, dict[str, tuple[str, ...]]]:
     word, no form of the list and no layer or key word (`DIM_DSTR` -> `dstr`, `LNG_CD` -> `lng`), by first letter
     (a question word is compared with the forms of its own letter only). The same for every question on a
     schema, so kept."""
-    low, high = _FORM_LETTERS
     found: dict[str, set[str]] = {}
-    names = [(t, t.rsplit(".", 1)[-1]) for t in lexicon.tables] + sorted(lexicon.visible)
+    # Each name's forms found once: a warehouse repeats its column names in table after table.
+    forms: dict[str, list[str]] = {}
+    names = [(t, t.rsplit(".", 1)[-1]) for t in lexicon.tables] + list(lexicon.visible)
     for table, name in names:
-        for part in split_identifier(name):
-            if not (low <= len(part) <= high and part.isalpha()) or part in ABBREVIATIONS:
-                continue
-            if part in ENGLISH_WORDS or stem(part) in ENGLISH_WORDS or part in LAYER_WORDS or part in KEY_WORDS:
-                continue
-            if part in UNSPELLED:
-                continue
+        if name not in forms:
+            forms[name] = [part for part in split_identifier(name) if _short_form(part)]
+        for part in forms[name]:
             found.setdefault(part, set()).add(table)
     by_letter: dict[str, dict[str, tuple[str, ...]]] = {}
     for form, tables in sorted(found.items()):
         by_letter.setdefault(form[0], {})[form] = tuple(sorted(tables))
     return by_letter
+
+
+def _short_form(part: str) -> bool:
+    """Whether a word of a name is a form a question word may be shortened to (see short_forms)."""
+    low, high = _FORM_LETTERS
+    if not (low <= len(part) <= high and part.isalpha()) or part in ABBREVIATIONS:
+        return False
+    if part in ENGLISH_WORDS or stem(part) in ENGLISH_WORDS or part in LAYER_WORDS or part in KEY_WORDS:
+        return False
+    return part not in UNSPELLED
 
 
 def shortened_names(words: Iterable[str], lexicon: Lexicon, thesaurus: Thesaurus | None) -> dict[str, list[str]]:
