@@ -95,7 +95,7 @@ def test_a_full_disk_degrades_and_leaves_no_temp_file(
     locks = sorted(cache.glob("locks/*.lock"))
     assert locks and all(p.stat().st_size == 0 for p in locks)
     left = [p.relative_to(cache) for p in cache.rglob("*") if p not in locks]
-    assert sorted(str(p) for p in left) == ["joins", "locks", "schema", "values"], left
+    assert sorted(str(p) for p in left) == ["joins", "lexicon", "locks", "schema", "values"], left
 
 
 def test_sophrosyne_index_on_an_unwritable_cache_says_what_to_fix(hr: Path, tmp_path: Path) -> None:

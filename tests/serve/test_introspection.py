@@ -21,7 +21,7 @@ from serve.test_identity import expected_rows, refusal, rows_as
 from sophrosyne.environment import Environment
 from sophrosyne.errors import ConfigError
 from sophrosyne.serve.introspection import Introspector
-from sophrosyne.serve.oauth import Refused
+from sophrosyne.serve.refused import Refused
 from sophrosyne.serve.server import build_server
 from sophrosyne.settings import Settings
 from sophrosyne.sql.policy import parse_policy

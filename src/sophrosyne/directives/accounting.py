@@ -184,8 +184,7 @@ def _described(catalog: Catalog) -> frozenset[str]:
     found: set[str] = set()
     for table in catalog.tables.values():
         found.update(tokenize(table.description))
-        for column in table.columns:
-            found.update(tokenize(column.description))
+        found.update(t for column in table.columns if column.description for t in tokenize(column.description))
     return frozenset(found)
 
 

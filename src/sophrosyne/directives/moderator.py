@@ -24,6 +24,7 @@ from sophrosyne.errors import ConfigError, NotReady, QueryTimeout
 from sophrosyne.index import SchemaIndex, ValueBudget, ValueIndex, load_or_build
 from sophrosyne.index.cache import clean_stale, reason, tell_once, unavailable
 from sophrosyne.index.embedders import embedder_named
+from sophrosyne.index.lexicon import saved_lexicon
 from sophrosyne.index.values import values_path
 from sophrosyne.schema.catalog import Catalog
 from sophrosyne.schema.join_checks import JoinInference, Probe
@@ -91,18 +92,27 @@ class Moderator:
 
     def complete_joins(self) -> JoinInference:
         """Check every join candidate that the saved inference of this schema left unchecked (its time budget
-        cut it), saving as it goes, so that the next start reads them checked; a restricted role's joins are
-        its own and never saved: they are inferred within the budget instead."""
+        cut it), saving as it goes, so that the next start reads them checked, and save the lexicon of the
+        schema with them; a restricted role's joins are its own and never saved: they are inferred within the
+        budget instead."""
         if not self.shared or self.probe is None:
             return self.prepared.joins
-        return complete_joins(
+        cache = self.settings.paths.cache_dir
+        joins = complete_joins(
             self.catalog,
             self.fetch,
             self.probe,
-            self.settings.paths.cache_dir,
+            cache,
             slice_s=self.settings.reading.join_inference_s,
             stop=lambda: self.stopped,
         )
+        if joins.complete and not self.stopped:
+            # The lexicon the next start derives from the catalog and these joins, saved for it too: a cache
+            # folder mounted read-only after `sophrosyne index` then holds all that a start reads.
+            budget = self.settings.reading.join_inference_s
+            prepared = prepare_schema(self.catalog, self.fetch, self.probe, budget_s=budget, cache_dir=cache)
+            saved_lexicon(prepared.catalog, cache)
+        return joins
 
     def _build_index(self) -> SchemaIndex:
         prepared = self._prepared.wait(None)
@@ -110,6 +120,8 @@ class Moderator:
         catalog = prepared.catalog
         embedder = embedder_named(self.settings.inference.embedder)  # this server's settings, not a fresh read
         index = load_or_build(catalog, self.settings.paths.cache_dir, embedder)
+        # A restricted role's catalog holds joins confirmed through its own view: its lexicon is not saved.
+        saved_lexicon(catalog, self.settings.paths.cache_dir if self.shared else None)
         warm(catalog, index)
         return index
 

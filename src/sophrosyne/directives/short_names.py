@@ -31,19 +31,16 @@ def named_forms(lexicon: Lexicon) -> dict[str, frozenset[str]]:
 
 @per_object(limit=16)
 def _forms(lexicon: Lexicon) -> tuple[dict[str, dict[str, tuple[str, ...]]], dict[str, frozenset[str]]]:
-    low, high = _FORM_LETTERS
     found: dict[str, set[str]] = {}
     own: dict[str, set[str]] = {}
+    # Each name's forms found once: a warehouse repeats its column names in table after table.
+    forms: dict[str, list[str]] = {}
     tables = [(t, t.rsplit(".", 1)[-1], True) for t in lexicon.tables]
-    names = tables + [(t, c, False) for t, c in sorted(lexicon.visible)]
+    names = tables + [(t, c, False) for t, c in lexicon.visible]
     for table, name, is_table in names:
-        for part in split_identifier(name):
-            if not (low <= len(part) <= high and part.isalpha()) or part in ABBREVIATIONS:
-                continue
-            if part in ENGLISH_WORDS or stem(part) in ENGLISH_WORDS or part in LAYER_WORDS or part in KEY_WORDS:
-                continue
-            if part in UNSPELLED:
-                continue
+        if name not in forms:
+            forms[name] = [part for part in split_identifier(name) if _short_form(part)]
+        for part in forms[name]:
             found.setdefault(part, set()).add(table)
             if is_table:
                 own.setdefault(part, set()).add(table)
@@ -51,6 +48,16 @@ def _forms(lexicon: Lexicon) -> tuple[dict[str, dict[str, tuple[str, ...]]], dic
     for form, held in sorted(found.items()):
         by_letter.setdefault(form[0], {})[form] = tuple(sorted(held))
     return by_letter, {form: frozenset(held) for form, held in own.items()}
+
+
+def _short_form(part: str) -> bool:
+    """Whether a word of a name is a form a question word may be shortened to (see short_forms)."""
+    low, high = _FORM_LETTERS
+    if not (low <= len(part) <= high and part.isalpha()) or part in ABBREVIATIONS:
+        return False
+    if part in ENGLISH_WORDS or stem(part) in ENGLISH_WORDS or part in LAYER_WORDS or part in KEY_WORDS:
+        return False
+    return part not in UNSPELLED
 
 
 def shortened_names(words: Iterable[str], lexicon: Lexicon, thesaurus: Thesaurus | None) -> dict[str, list[str]]:

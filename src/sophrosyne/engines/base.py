@@ -113,6 +113,10 @@ class Engine:
     reads_file_names: ClassVar[bool] = True
     # Whether a row estimate of 0 may only mean "not counted yet" (InnoDB statistics).
     zero_estimate_unknown: ClassVar[bool] = False
+    # Whether a statement that fails leaves its session usable, so that the catalog's bounded row counts run
+    # one after another in one session (SQLite); where a failure aborts the transaction (PostgreSQL, DuckDB),
+    # each count has a session of its own.
+    counts_in_one_session: ClassVar[bool] = False
     # How the values of a tool declared in a policy file reach the driver, which binds them (sql/secure.py):
     # "named" (`:name`) or "pyformat" (`%(name)s`); None where declared tools are not supported yet.
     parameter_style: ClassVar[str | None] = None

@@ -3,13 +3,13 @@ estimates are filled in here, with what the engines' readings share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from sophrosyne.base import deadline
-from sophrosyne.engines.base import CatalogSource, Cursor, Engine
+from sophrosyne.engines.base import CatalogSource, Cursor, Engine, FileEngine
 from sophrosyne.errors import SophrosyneError
 from sophrosyne.schema.catalog import Catalog, Table, table_ref
 
@@ -59,7 +59,7 @@ def _fill_row_estimates(engine: Engine, source: CatalogSource, catalog: Catalog)
     with source.session(read_timeout(source)) as cursor:
         estimates = engine.row_estimates(cursor)
     bound = source.exact_count_rows
-    count_sql: Callable[[Table], str] | None = None  # written once, when a first table needs counting
+    uncounted: list[Table] = []
     for table in catalog.tables.values():
         if table.kind != "table":
             continue
@@ -67,12 +67,19 @@ def _fill_row_estimates(engine: Engine, source: CatalogSource, catalog: Catalog)
         if known is not None:
             table.row_estimate = known
         elif table.row_estimate is None or (engine.zero_estimate_unknown and table.row_estimate == 0):
-            deadline.check("counting rows")
-            count_sql = count_sql or count_statement(source.dialect, bound)
-            counted = _bounded_count(source, count_sql(table))
-            # Past the bound the count says only "more than": it is shown as "at least".
-            table.rows_at_least = counted is not None and counted > bound
-            table.row_estimate = min(counted, bound) if counted is not None else None
+            uncounted.append(table)
+    if not uncounted:
+        return
+    count_sql = count_statement(source.dialect, bound)  # written once, for the first table that needs counting
+    statements = (count_sql(table) for table in uncounted)
+    if isinstance(engine, FileEngine) and engine.counts_in_one_session:
+        counts = _counts_in_one_session(engine, source, statements)
+    else:
+        counts = (_bounded_count(source, sql) for sql in statements)
+    for table, counted in zip(uncounted, counts, strict=True):
+        # Past the bound the count says only "more than": it is shown as "at least".
+        table.rows_at_least = counted is not None and counted > bound
+        table.row_estimate = min(counted, bound) if counted is not None else None
 
 
 def count_statement(dialect: str, bound: int) -> Callable[[Table], str]:
@@ -97,9 +104,27 @@ def count_sql(table: Table, dialect: str, bound: int) -> str:
 
 def _bounded_count(source: CatalogSource, query: str) -> int | None:
     """COUNT over at most `bound`+1 rows: exact for small tables, `bound`+1 means "more than bound"."""
+    deadline.check("counting rows")
     try:
         rows = source.run(query)
     except SophrosyneError:
         return None
     value = rows[0][0] if rows else None
     return int(value) if value is not None else None
+
+
+def _counts_in_one_session(
+    engine: FileEngine, source: CatalogSource, statements: Iterable[str]
+) -> Iterator[int | None]:
+    """The bounded counts of `statements`, one after another in one session; None for one that failed (the
+    session goes on: `counts_in_one_session`)."""
+    with source.session(read_timeout(source)) as cursor:
+        for sql in statements:
+            deadline.check("counting rows")
+            try:
+                cursor.execute(sql)
+                row = cursor.fetchone()
+            except engine.error():
+                yield None
+                continue
+            yield int(row[0]) if row and row[0] is not None else None

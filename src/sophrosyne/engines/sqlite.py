@@ -40,6 +40,9 @@ class SQLite(FileEngine):
     # The rewrite pins a role's tables as main.<table>: the schema is skipped.
     full_scan = re.compile(r"(?:^|\s)SCAN (?:TABLE )?(?:main\.)?\"?(\w+)")
     like_ignores_ascii_case = True
+    # A failed statement leaves SQLite's transaction open: the catalog's counts share one session (a session of
+    # its own per table cost 0.75 s of CPU at 5,000 tables without statistics, the counts themselves 0.13 s).
+    counts_in_one_session = True
 
     def bind_value(self, value: Any) -> Any:
         # sqlite3's own date adapter is deprecated; dates are stored as ISO text, compared as such.

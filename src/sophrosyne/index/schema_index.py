@@ -86,7 +86,16 @@ class ColumnDoc:
         return names + names + tokenize(self.description) + tokenize(self.value_description[:300])
 
 
-def column_documents(catalog: Catalog) -> list[ColumnDoc]:
+def column_documents(catalog: Catalog, *, spelled: bool = True) -> list[ColumnDoc]:
+    """One document per column. Without `spelled`, the documents as a saved index holds them: the words spelling
+    out adds are read only while an index is built (its texts), and deriving them cost a cached start 0.3 s of
+    CPU at 5,000 tables."""
+    if not spelled:
+        return [
+            ColumnDoc(table.name, c.name, c.readable_name, c.description, c.value_description)
+            for table in catalog.tables.values()
+            for c in table.columns
+        ]
     taught = catalog_abbreviations(catalog)
     docs = []
     for table in catalog.tables.values():
@@ -353,7 +362,7 @@ def _saved(folder: Path, embedder: Embedder, catalog: Catalog, key: str) -> Sche
     if not (folder / "manifest.json").exists():
         return None
     try:
-        index = SchemaIndex.load(folder, embedder, column_documents(catalog))
+        index = SchemaIndex.load(folder, embedder, column_documents(catalog, spelled=False))
     except (ConfigError, OSError, ValueError, KeyError):
         return None
     return index if index.key == key else None

@@ -6,6 +6,7 @@ import csv
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR", "NAME", "ENUM")
 
 
+@lru_cache(maxsize=4096)  # a catalog's columns have a few dozen declared types, asked for once per column
 def is_text_type(type_name: str) -> bool:
     """Whether a column of this declared type holds text (SQLite columns without a type count as text)."""
     upper = (type_name or "").upper()

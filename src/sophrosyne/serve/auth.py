@@ -22,8 +22,7 @@ from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
 
 from sophrosyne.errors import ConfigError
-from sophrosyne.serve.introspection import Introspector
-from sophrosyne.serve.oauth import JwtVerifier, Refused
+from sophrosyne.serve.refused import Refused
 from sophrosyne.sql.policy.claims import CLAIMS
 from sophrosyne.sql.policy.file import hash_token
 from sophrosyne.sql.policy.identity import Identity
@@ -31,6 +30,8 @@ from sophrosyne.sql.policy.identity import Identity
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
+    from sophrosyne.serve.introspection import Introspector
+    from sophrosyne.serve.oauth import JwtVerifier
     from sophrosyne.sources import Sources
 
 REALM = "sophrosyne"
@@ -74,8 +75,17 @@ class PolicyTokens:
         self.sources = sources
         self.identity = shared_identity(sources)
         identity = self.identity
-        self.jwt = JwtVerifier(identity) if identity is not None and identity.jwks_url else None
-        self.introspector = Introspector(identity) if identity is not None and identity.introspection else None
+        self.jwt: JwtVerifier | None = None
+        self.introspector: Introspector | None = None
+        # Loaded only for an identity provider: JOSE and its keys are not needed to check a policy's own tokens.
+        if identity is not None and identity.jwks_url:
+            from sophrosyne.serve.oauth import JwtVerifier
+
+            self.jwt = JwtVerifier(identity)
+        if identity is not None and identity.introspection:
+            from sophrosyne.serve.introspection import Introspector
+
+            self.introspector = Introspector(identity)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         roles = []

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx2
 
-from sophrosyne.serve.oauth import MAX_TOKEN_CHARS, Refused
+from sophrosyne.serve.refused import MAX_TOKEN_CHARS, Refused
 from sophrosyne.sql.policy.identity import Identity, Introspection
 
 logger = logging.getLogger("sophrosyne.server")

@@ -22,6 +22,7 @@ from joserfc.errors import (
 )
 from joserfc.jwk import KeySet
 
+from sophrosyne.serve.refused import MAX_TOKEN_CHARS, Refused
 from sophrosyne.sql.policy.identity import Identity
 
 logger = logging.getLogger("sophrosyne.server")
@@ -29,17 +30,7 @@ logger = logging.getLogger("sophrosyne.server")
 JWKS_FETCH_S = 5.0  # the provider's keys are read within this, or the token is refused for now
 JWKS_KEEP_S = 300.0  # keys are read again after this
 JWKS_RETRY_S = 30.0  # an unknown key id fetches the keys again, at most this often (a made-up kid is cheap)
-MAX_TOKEN_CHARS = 16_384
 _PUBLIC_KEY_TYPES = {"RSA", "EC", "OKP"}  # never "oct": a shared secret is no provider's public key
-
-
-class Refused(Exception):
-    """A token this server does not accept: `status` 401 (not a valid token) or 403 (valid, but no role)."""
-
-    def __init__(self, reason: str, status: int = 401) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
 
 
 class ProviderKeys:
