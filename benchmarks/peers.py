@@ -19,7 +19,6 @@ import argparse
 import compileall
 import contextlib
 import json
-import math
 import os
 import shutil
 import statistics
@@ -37,6 +36,7 @@ from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bytecode import compile_package
+from stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = Path(os.environ.get("SOPHROSYNE_DATASETS", ROOT.parent / "shared" / "datasets"))
@@ -170,15 +170,6 @@ def install_reference(folder: Path, db: Path) -> Server | str:
             "query_10k_rows": (sql, {"query": LARGE_SQL}),
         },
     )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    k = (len(ordered) - 1) * q / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
 def cpu_seconds(pid: int) -> float:

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import os
 import shutil
 import socket
@@ -39,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from bytecode import compile_package
 from soak import memory_mb
+from stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL = "2025-06-18"
@@ -95,15 +95,6 @@ def dbhub(peers_dir: Path, db: Path) -> Target | str:
         return installed
     node, entry, *_, config = installed.command
     return Target("dbhub", [node, entry, "--transport", "http", "--port", "{port}", "--config", config], dbhub_mix())
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    k = (len(ordered) - 1) * q / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
 def free_port() -> int:

@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import importlib.metadata
 import json
-import math
 import os
 import platform
 import sqlite3
@@ -31,10 +30,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
+from stats import percentile
 
 # Run as a script, this folder is on sys.path (the smoke test puts it there too).
 from synthetic_db import BIG_TABLE, SEARCH_COLUMN, DatabaseShape, build_database
@@ -88,16 +89,6 @@ def make_cases(shape: DatabaseShape) -> list[Case]:
     cases.append(Case("execute_sql[small]", "execute_sql", "execute_sql", {"sql": small_sql}))
     cases.append(Case("explain_sql[small]", "explain_sql", "explain_sql", {"sql": small_sql}))
     return cases
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default), q in [0, 100]."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    k = (len(ordered) - 1) * q / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
 def stats(samples_ms: list[float]) -> dict[str, Any]:
