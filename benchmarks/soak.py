@@ -4,7 +4,8 @@
 
 Each client opens a session (initialize, initialized) and sends a mix of small calls (list_tables with a
 question, describe_table, execute_sql, get_distinct_values with a search, find_rows) until the time is up,
-starting a new session every `--session-calls` calls, as agents come and go. The server is `sophrosyne serve DB
+starting a new session every `--session-calls` calls, as agents come and go; `--rate R` holds each client to at
+most R calls a second (a soak beside other work: 16 clients at 1 call/s each). The server is `sophrosyne serve DB
 --http` with a fresh cache folder (or `--workers N`); RSS, PSS and anonymous PSS are summed over its processes.
 The JSON has the series, the calls and errors, and `growth_after_warmup_mb`: the RSS at the end minus the RSS at
 `--warmup` minutes (the mean of the three samples around each point, so a single sample's noise does not decide).
@@ -101,7 +102,10 @@ class Tally:
         self.ms: list[float] = []
 
 
-async def client(url: str, mix: list[tuple[str, dict[str, Any]]], until: float, per_session: int, tally: Tally) -> None:
+async def client(
+    url: str, mix: list[tuple[str, dict[str, Any]]], until: float, per_session: int, tally: Tally, pace_s: float = 0.0
+) -> None:
+    """Sessions of `per_session` calls until `until`; with `pace_s`, a call starts at most every `pace_s` seconds."""
     rng = random.Random(len(tally.ms) + id(asyncio.current_task()))
     async with httpx.AsyncClient(timeout=60) as http:
         while time.monotonic() < until:
@@ -142,8 +146,11 @@ async def client(url: str, mix: list[tuple[str, dict[str, Any]]], until: float, 
                             "params": {"name": name, "arguments": arguments},
                         }
                     )
-                    tally.ms.append((time.perf_counter() - started) * 1000)
+                    took = time.perf_counter() - started
+                    tally.ms.append(took * 1000)
                     tally.calls += 1
+                    if pace_s > took:
+                        await asyncio.sleep(pace_s - took)
                     if '"isError":true' in body or '"error":{' in body or f'"id":{ident}' not in body:
                         tally.errors.append(f"{name}: {body[:300]}")
             except (httpx.HTTPError, RuntimeError) as exc:
@@ -184,7 +191,10 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     start = time.monotonic()
     until = start + args.minutes * 60
     mix = calls_for(args.db)
-    tasks = [asyncio.create_task(client(url, mix, until, args.session_calls, tally)) for _ in range(args.clients)]
+    pace_s = 1.0 / args.rate if args.rate else 0.0
+    tasks = [
+        asyncio.create_task(client(url, mix, until, args.session_calls, tally, pace_s)) for _ in range(args.clients)
+    ]
     try:
         while time.monotonic() < until:
             sample = {"t_s": round(time.monotonic() - start, 1), **memory_mb(server.pid), "calls": tally.calls}
@@ -205,6 +215,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         "clients": args.clients,
         "minutes": args.minutes,
         "workers": args.workers,
+        "rate_per_client": args.rate,
         "db": args.db,
         "calls": tally.calls,
         "sessions": tally.sessions,
@@ -231,6 +242,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=5.0, help="minutes of warm-up before growth is counted")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--session-calls", type=int, default=50, help="calls per session before a new one")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="calls per second per client at most (default: as fast as answered)"
+    )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--out", type=Path, default=Path("bench-out/soak.json"))
     parser.add_argument("server_args", nargs="*", help="more arguments for `serve` (after --)")
