@@ -196,6 +196,13 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _no_answer(grace_s: float) -> str:
+    return (
+        "lost the connection to the Spark server: it gave no answer by the statement's deadline and "
+        f"{grace_s:g} s more; check that the Thrift server runs and is not overloaded"
+    )
+
+
 class _Polled:
     """The session's cursor, each statement sent asynchronously and polled until done: past its deadline, or
     once the connection's stop flag is raised, it is cancelled (a blocking execute that times out between
@@ -242,14 +249,18 @@ class _Polled:
             # Done: a failed statement raises its message here (impyla's one reading of the final state).
             cursor._wait_to_finish()
         except Error as exc:
-            raise type(exc)(clean_message(str(exc))) from None
+            message = clean_message(str(exc))
+            if not message and time.monotonic() >= deadline:
+                # A call that timed out inside impyla (closing the previous operation, say) says nothing itself.
+                self.connection.dead = True
+                raise OperationalError(_no_answer(ANSWER_GRACE_S)) from None
+            raise type(exc)(message) from None
         except (TTransportException, OSError) as exc:
-            # The pool's ping finds the connection dead at its next hand-out and opens another.
+            # The stream may still bring the late answer of the call that timed out, which the next call would
+            # read as its own: the connection is dead, and the pool's ping opens another at its next hand-out.
+            self.connection.dead = True
             if time.monotonic() >= deadline:
-                raise OperationalError(
-                    f"lost the connection to the Spark server: it gave no answer by the statement's deadline and "
-                    f"{ANSWER_GRACE_S:g} s more; check that the Thrift server runs and is not overloaded"
-                ) from None
+                raise OperationalError(_no_answer(ANSWER_GRACE_S)) from None
             raise OperationalError(f"lost the connection to the Spark server: {exc}") from None
         finally:
             set_call_timeout(thrift, CALL_TIMEOUT_S)  # reading the rows: each call within CALL_TIMEOUT_S

@@ -40,6 +40,8 @@ class SparkConnection:
         return self.session
 
     def ping(self) -> bool:
+        if self.dead:  # a call of its timed out: its stream may hold that call's late answer, never reused
+            return False
         set_call_timeout(self.thrift, self.ping_s)
         try:
             alive = bool(self.session.ping())
