@@ -4,19 +4,17 @@ per call, records over 4 KB included."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from fixtures.engines import build_sqlite
-from fixtures.serving import ROOT, free_port, health
+from fixtures.serving import ROOT, call_tool, free_port, health
 from sophrosyne.audit import read_records
 
 CALLS = 120
@@ -58,14 +56,7 @@ def ready(process: subprocess.Popen[bytes], port: int) -> None:
 
 def call(port: int, number: int) -> str:
     name, arguments = MIX[number % len(MIX)]
-    message = {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/mcp",
-        data=json.dumps(message).encode(),
-        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return str(answer.read().decode())
+    return call_tool(port, name, arguments, number, timeout=60)
 
 
 @pytest.mark.slow

@@ -11,14 +11,13 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from fixtures.engines import build_sqlite
-from fixtures.serving import ROOT, free_port, health
+from fixtures.serving import ROOT, call_tool, free_port, health
 from sophrosyne.audit import read_records
 
 # About three seconds of work for SQLite: in flight when SIGTERM comes.
@@ -84,15 +83,7 @@ def ready(process: subprocess.Popen[bytes], port: int, workers: int) -> set[int]
 
 
 def post(port: int, sql: str, ident: int) -> str:
-    message = {"jsonrpc": "2.0", "id": ident, "method": "tools/call"}
-    message["params"] = {"name": "execute_sql", "arguments": {"sql": sql}}
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/mcp",
-        data=json.dumps(message).encode(),
-        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return str(answer.read().decode())
+    return call_tool(port, "execute_sql", {"sql": sql}, ident)
 
 
 @pytest.mark.slow
